@@ -1,0 +1,97 @@
+"""Options of a Criss session: keyword arguments, else SparkConf ``spark.criss.*``, else defaults."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from criss.errors import ConfigError
+
+_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
+          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+
+
+def parse_bytes(value: Any, option: str = "size") -> int | None:
+    """``"512m"`` → 536870912; ints pass through; None stays None."""
+    if value is None or isinstance(value, int):
+        return value
+    text = str(value).strip().lower()
+    digits = text.rstrip("bkmgt")
+    unit = text[len(digits):]
+    try:
+        return int(float(digits) * _UNITS[unit])
+    except (ValueError, KeyError):
+        raise ConfigError(f"{option}={value!r} is not a size; write e.g. 536870912, '512m' or '4g'") from None
+
+
+def default_home() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "criss"
+
+
+def _as_bool(value: Any, option: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ConfigError(f"{option}={value!r} is not a boolean; use true or false")
+
+
+@dataclass(frozen=True)
+class CrissOptions:
+    """Everything a session can be told. See README "Options" for each one."""
+
+    home: Path = field(default_factory=default_home)
+    #: Benefit model by name (``criss`` or ``recycler``).
+    policy: str = "criss"
+    #: Cache a query's final result the first time it is seen (before any statistics).
+    eager_results: bool = True
+    #: References an operator needs before it is cached to collect its statistics.
+    min_ref: int = 2
+    #: Disk tier bandwidth in bytes/s; measured once per home when not given.
+    disk_bandwidth: float | None = None
+    disk_capacity: int | None = None
+    #: Python UDF names trusted to be deterministic.
+    allowed_udfs: tuple[str, ...] = ()
+    #: False turns Criss into a pass-through (queries run as plain Spark).
+    enabled: bool = True
+
+    @classmethod
+    def resolve(cls, spark_conf: dict[str, str] | None = None, **overrides: Any) -> CrissOptions:
+        known = {f.name for f in fields(cls)}
+        unknown = set(overrides) - known
+        if unknown:
+            raise ConfigError(f"unknown Criss option(s) {sorted(unknown)}; known: {sorted(known)}")
+        values: dict[str, Any] = {}
+        for name in known:
+            conf_key = "spark.criss." + name.replace("_", ".")
+            if overrides.get(name) is not None:
+                values[name] = overrides[name]
+            elif spark_conf and conf_key in spark_conf:
+                values[name] = spark_conf[conf_key]
+        return cls._coerce(values)
+
+    @classmethod
+    def _coerce(cls, values: dict[str, Any]) -> CrissOptions:
+        out = dict(values)
+        if "home" in out:
+            out["home"] = Path(out["home"]).expanduser()
+        for name in ("eager_results", "enabled"):
+            if name in out:
+                out[name] = _as_bool(out[name], name)
+        if "min_ref" in out:
+            out["min_ref"] = int(out["min_ref"])
+            if out["min_ref"] < 1:
+                raise ConfigError(f"min_ref must be >= 1, got {out['min_ref']}")
+        if "disk_bandwidth" in out:
+            out["disk_bandwidth"] = float(parse_bytes(out["disk_bandwidth"], "disk_bandwidth"))
+        if "disk_capacity" in out:
+            out["disk_capacity"] = parse_bytes(out["disk_capacity"], "disk_capacity")
+        if "allowed_udfs" in out and isinstance(out["allowed_udfs"], str):
+            out["allowed_udfs"] = tuple(x.strip() for x in out["allowed_udfs"].split(",") if x.strip())
+        return cls(**out)

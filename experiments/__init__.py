@@ -1,0 +1,1 @@
+"""TPC-H workload, query streams and replays used to evaluate Criss."""

@@ -1,0 +1,188 @@
+"""Replay a seeded TPC-H stream through plain Spark and/or Criss and record what it cost.
+
+The results JSON has a stable shape read by other tools (the dashboard, the experiments)::
+
+    {"stream", "seed", "sf", "queries": N, "modes": {
+        "spark": {"total_seconds": float, "queries": [{"position", "query", "variant",
+                                                        "seconds", "rows", "checksum"}, ...]},
+        "criss": {...}}, ...}
+
+With ``modes=("spark", "criss")`` both run in one process on one SparkSession, alternating
+query by query (who goes first alternates too), so neither is flattered by warm-up.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import math
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from criss.errors import WorkloadError
+from experiments.streams import StreamQuery, make_stream
+from experiments.tpch.data import ensure_tpch, register_views
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+MODES = ("spark", "criss")
+_MASK64 = (1 << 64) - 1
+
+
+def _canonical_value(value: Any) -> str:
+    if isinstance(value, float):
+        # Sums of doubles differ in the last bits with the order of aggregation.
+        return "nan" if math.isnan(value) else format(value, ".9g")
+    if isinstance(value, Decimal):
+        return format(value.normalize(), "f")
+    return repr(value)
+
+
+def result_checksum(rows: Iterable[Sequence[Any]]) -> tuple[int, str]:
+    """(row count, order-insensitive checksum) of a query result, as a multiset of rows."""
+    total, count = 0, 0
+    for row in rows:
+        text = "\x1f".join(_canonical_value(v) for v in row)
+        total = (total + int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")) & _MASK64
+        count += 1
+    return count, f"{count}:{total:016x}"
+
+
+@dataclass
+class ReplayConfig:
+    stream: str = "zipf"
+    queries: int = 100
+    sf: float = 1.0
+    seed: int = 42
+    modes: tuple[str, ...] = ("spark",)
+    home: Path | None = None
+    warm: bool = False
+    data_dir: Path | None = None
+    zipf_skew: float = 1.0
+    criss_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.modes if m not in MODES]
+        if unknown or not self.modes:
+            raise WorkloadError(f"unknown replay mode(s) {unknown}; choose from {MODES}")
+
+
+Runner = Callable[[str], "DataFrame"]
+
+
+def _criss_runner(spark: SparkSession, config: ReplayConfig) -> tuple[Runner, Any]:
+    import criss
+
+    home = config.home or Path(tempfile.mkdtemp(prefix="criss-replay-"))
+    cs = criss.session(spark, home=str(home), **config.criss_options)
+    if not config.warm:
+        cs.clear()
+    return cs.sql, cs
+
+
+def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
+    started = time.perf_counter()
+    rows = run(item.sql).collect()
+    seconds = time.perf_counter() - started
+    count, checksum = result_checksum(rows)
+    return {
+        "position": item.position,
+        "query": f"Q{item.qid}",
+        "variant": item.variant,
+        "seconds": round(seconds, 4),
+        "rows": count,
+        "checksum": checksum,
+    }
+
+
+def run_replay(
+    spark: SparkSession,
+    config: ReplayConfig,
+    *,
+    on_query: Callable[[str, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Run ``config``'s stream on ``spark`` in every requested mode; return the results dict."""
+    data_dir = ensure_tpch(config.sf, config.data_dir, quiet=True)
+    register_views(spark, data_dir)
+    stream = make_stream(config.stream, config.queries, config.seed, config.sf,
+                         zipf_skew=config.zipf_skew)
+    runners: dict[str, Runner] = {}
+    criss_session = None
+    if "spark" in config.modes:
+        runners["spark"] = spark.sql
+    if "criss" in config.modes:
+        runners["criss"], criss_session = _criss_runner(spark, config)
+    records: dict[str, list[dict[str, Any]]] = {m: [] for m in runners}
+    order = list(runners)
+    for item in stream:
+        for mode in order:
+            record = _run_one(runners[mode], item)
+            if mode == "criss" and criss_session is not None:
+                record["criss"] = criss_session.last_query_summary()
+            records[mode].append(record)
+            if on_query:
+                on_query(mode, record)
+        order.reverse()
+    result = _results(config, stream, records, spark)
+    if criss_session is not None:
+        result["criss_report"] = criss_session.report()
+        criss_session.close()
+    return result
+
+
+def _results(config: ReplayConfig, stream: list[StreamQuery],
+             records: dict[str, list[dict[str, Any]]], spark: SparkSession) -> dict[str, Any]:
+    modes = {
+        m: {"total_seconds": round(sum(r["seconds"] for r in recs), 4), "queries": recs}
+        for m, recs in records.items()
+    }
+    result: dict[str, Any] = {
+        "stream": config.stream,
+        "seed": config.seed,
+        "sf": config.sf,
+        "queries": len(stream),
+        "modes": modes,
+        "zipf_skew": config.zipf_skew if config.stream == "zipf" else None,
+        "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
+                    "spark": spark.version, "master": spark.sparkContext.master},
+        "spark_conf": {k: v for k, v in spark.sparkContext.getConf().getAll()
+                       if k.startswith("spark.sql.") or k.startswith("spark.criss.")},
+    }
+    if "spark" in modes and "criss" in modes:
+        result["comparison"] = compare_modes(modes["spark"], modes["criss"])
+    return result
+
+
+def compare_modes(baseline: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """Ratio, time saved and whether every query returned the same checksum in both modes."""
+    mismatches = [
+        b["position"] for b, o in zip(baseline["queries"], other["queries"])
+        if b["checksum"] != o["checksum"]
+    ]
+    base, mine = baseline["total_seconds"], other["total_seconds"]
+    return {
+        "speedup": round(base / mine, 3) if mine else None,
+        "time_saved_fraction": round(1 - mine / base, 4) if base else None,
+        "checksums_match": not mismatches,
+        "mismatched_positions": mismatches,
+    }
+
+
+def write_results(result: dict[str, Any], out: Path) -> Path:
+    """Write the results JSON atomically (temp file, then rename)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(out.suffix + ".tmp")
+    tmp.write_text(json.dumps(result, indent=1, default=str))
+    tmp.replace(out)
+    return out

@@ -1,0 +1,134 @@
+"""Seeded TPC-H query streams, as in the Criss paper's evaluation (§3.1).
+
+* ``random``    Random-QS: N queries drawn uniformly from the 22 (poor locality).
+* ``zipf``      Zipf-QS: N queries drawn with a Zipf law over a seeded ranking of the 22.
+* ``random-v``  Random-QS-v: N drawn from the 66 originals and variants, none more than twice.
+* ``no-repeat`` every statement distinct and no subtree shared beyond the raw file scans
+                (each statement filters every table by a no-op predicate of its own), to
+                measure pure overhead.
+
+Within a stream a query id always renders the same statement, so a repeat is a real repeat.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import asdict, dataclass
+
+from criss.errors import WorkloadError
+from experiments.tpch import queries as tpch
+
+STREAMS = ("random", "zipf", "random-v", "no-repeat")
+#: First key column of each table, used by the no-repeat stream's per-statement no-op filter.
+TABLE_KEYS = {
+    "region": "r_regionkey",
+    "nation": "n_nationkey",
+    "supplier": "s_suppkey",
+    "customer": "c_custkey",
+    "part": "p_partkey",
+    "partsupp": "ps_partkey",
+    "orders": "o_orderkey",
+    "lineitem": "l_orderkey",
+}
+#: No statement of Random-QS-v occurs more often than this (the paper's rule).
+MAX_VARIANT_REPEATS = 2
+
+
+@dataclass(frozen=True)
+class StreamQuery:
+    position: int
+    qid: int
+    variant: str
+    sql: str
+
+    @property
+    def name(self) -> str:
+        return f"Q{self.qid}" if self.variant == "orig" else f"Q{self.qid}-{self.variant}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def zipf_weights(n: int, skew: float) -> list[float]:
+    """Unnormalised Zipf weights 1/rank**skew for ranks 1..n."""
+    return [1.0 / rank**skew for rank in range(1, n + 1)]
+
+
+def _statement_seed(seed: int, qid: int) -> int:
+    return seed * 1000 + qid
+
+
+def _originals(seed: int, sf: float) -> dict[int, tpch.Statement]:
+    return {q: tpch.statement(q, "orig", seed=_statement_seed(seed, q), sf=sf) for q in tpch.QUERY_IDS}
+
+
+def random_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
+    rng = random.Random(seed)
+    stmts = _originals(seed, sf)
+    picks = [rng.choice(tpch.QUERY_IDS) for _ in range(n)]
+    return [StreamQuery(i, q, "orig", stmts[q].sql) for i, q in enumerate(picks)]
+
+
+def zipf_stream(n: int, seed: int, sf: float, skew: float = 1.0) -> list[StreamQuery]:
+    rng = random.Random(seed)
+    ranking = list(tpch.QUERY_IDS)
+    rng.shuffle(ranking)
+    stmts = _originals(seed, sf)
+    picks = rng.choices(ranking, weights=zipf_weights(len(ranking), skew), k=n)
+    return [StreamQuery(i, q, "orig", stmts[q].sql) for i, q in enumerate(picks)]
+
+
+def random_v_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
+    statements = [
+        tpch.statement(q, v, seed=_statement_seed(seed, q), sf=sf)
+        for q in tpch.QUERY_IDS
+        for v in tpch.VARIANTS
+    ]
+    slots = statements * MAX_VARIANT_REPEATS
+    if n > len(slots):
+        raise WorkloadError(
+            f"random-v holds at most {len(slots)} queries ({len(statements)} statements, "
+            f"each at most {MAX_VARIANT_REPEATS} times); asked for {n}"
+        )
+    random.Random(seed).shuffle(slots)
+    return [StreamQuery(i, s.qid, s.variant, s.sql) for i, s in enumerate(slots[:n])]
+
+
+def salted_tables(salt: int) -> dict[str, str]:
+    """Derived tables equal to the base tables but with a filter unique to ``salt``."""
+    return {
+        table: f"(select * from {table} where {key} <> {-salt})" for table, key in TABLE_KEYS.items()
+    }
+
+
+def no_repeat_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
+    rng = random.Random(seed)
+    order: list[int] = []
+    while len(order) < n:
+        batch = list(tpch.QUERY_IDS)
+        rng.shuffle(batch)
+        order.extend(batch)
+    return [
+        StreamQuery(
+            i, q, "orig",
+            tpch.statement(q, "orig", seed=seed * 100_000 + i, sf=sf, tables=salted_tables(i + 1)).sql,
+        )
+        for i, q in enumerate(order[:n])
+    ]
+
+
+def make_stream(
+    kind: str, n: int = 100, seed: int = 42, sf: float = 1.0, *, zipf_skew: float = 1.0
+) -> list[StreamQuery]:
+    """The ``kind`` stream of ``n`` queries; the same arguments always give the same stream."""
+    if n < 1:
+        raise WorkloadError(f"a stream needs at least one query, got {n}")
+    if kind == "random":
+        return random_stream(n, seed, sf)
+    if kind == "zipf":
+        return zipf_stream(n, seed, sf, zipf_skew)
+    if kind == "random-v":
+        return random_v_stream(n, seed, sf)
+    if kind == "no-repeat":
+        return no_repeat_stream(n, seed, sf)
+    raise WorkloadError(f"unknown stream {kind!r}; choose one of {', '.join(STREAMS)}")

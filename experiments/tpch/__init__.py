@@ -1,0 +1,1 @@
+"""TPC-H data generation, the 22 queries with qgen parameters, variants and streams."""

@@ -1,0 +1,58 @@
+"""Which operators of one query to cache: per branch, the one with the largest benefit.
+
+The paper (§1.3) caches, for each branch of the plan, the operator with the largest
+reuse benefit. Operators whose statistics are still missing get their statistics
+collected by being cached when they recur (``ref >= 2``); those rank above any measured
+benefit and, among themselves, by reference count then by height (a higher operator
+saves more of the query).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """One operator of the query as the selection sees it (plain numbers only)."""
+
+    key: str
+    children: tuple[Candidate, ...]
+    #: None: not eligible at all. Otherwise a sortable score, higher is better.
+    score: tuple[float, ...] | None
+
+
+def measured_score(benefit: float) -> tuple[float, ...] | None:
+    """Score of an operator with statistics: eligible only with positive benefit."""
+    return (0.0, benefit) if benefit > 0 else None
+
+
+def collect_score(ref: int, height: int) -> tuple[float, ...]:
+    """Score of an eligible operator without statistics: it is cached to measure it."""
+    return (1.0, float(ref), float(height))
+
+
+def best_per_branch(root: Candidate) -> list[str]:
+    """Keys of the best-scoring operator on every root-to-leaf branch (each once)."""
+    chosen: dict[str, None] = {}
+
+    def visit(node: Candidate, best: Candidate | None) -> None:
+        if node.score is not None and (best is None or node.score > best.score):  # type: ignore[operator]
+            best = node
+        if not node.children:
+            if best is not None:
+                chosen.setdefault(best.key)
+            return
+        for child in node.children:
+            visit(child, best)
+
+    visit(root, None)
+    return list(chosen)
+
+
+def branches(root: Candidate) -> Sequence[list[str]]:
+    """Every root-to-leaf branch as a list of keys (for explanations and tests)."""
+    if not root.children:
+        return [[root.key]]
+    return [[root.key, *rest] for child in root.children for rest in branches(child)]

@@ -1,0 +1,197 @@
+"""Canonical form of an operator tree: an ordered tuple of small pure rules.
+
+Catalyst's ``canonicalized`` plan already replaces attribute ids by their position in
+the child's output; these rules remove what is still unstable across JVMs or
+spellings of the same query (see ``RULES``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from qtree.plan import Expr, PlanNode, expression_tree, is_expression_list
+
+Rule = Callable[[PlanNode], PlanNode]
+
+#: JSON keys that differ between JVMs or spellings but not in meaning.
+NOISE_KEYS = frozenset({"jvmId", "originalRoot", "qualifier"})
+
+_EXPR = "org.apache.spark.sql.catalyst.expressions."
+COMMUTATIVE = frozenset(_EXPR + name for name in (
+    "And", "Or", "EqualTo", "EqualNullSafe", "Add", "Multiply",
+    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Greatest", "Least",
+))
+MULTI_COMMUTATIVE = _EXPR + "MultiCommutativeOp"
+FLIPPED_COMPARISON = {
+    _EXPR + "GreaterThan": _EXPR + "LessThan",
+    _EXPR + "LessThan": _EXPR + "GreaterThan",
+    _EXPR + "GreaterThanOrEqual": _EXPR + "LessThanOrEqual",
+    _EXPR + "LessThanOrEqual": _EXPR + "GreaterThanOrEqual",
+}
+ALIAS = _EXPR + "Alias"
+ATTRIBUTE = _EXPR + "AttributeReference"
+PYTHON_UDF = _EXPR + "PythonUDF"
+
+#: Operators whose own output is never worth storing (re-reading costs what they cost),
+#: or whose row order matters to the query and is lost when cached partitions are read back.
+NEVER_STORED = frozenset({
+    "LogicalRelation", "LocalRelation", "OneRowRelation", "Range", "Sort", "GlobalLimit",
+    "LocalLimit", "Tail", "SubqueryAlias", "View", "ResolvedHint",
+})
+#: Operators whose result is random even when Catalyst calls them deterministic.
+NON_DETERMINISTIC_OPS = frozenset({"Sample"})
+#: Leaves whose data identity Criss can establish.
+KNOWN_LEAVES = frozenset({"LogicalRelation", "LocalRelation", "OneRowRelation", "Range"})
+
+
+# --- rules over raw JSON values --------------------------------------------------------------
+
+def strip_noise(node: PlanNode) -> PlanNode:
+    """Drop JVM ids, ``originalRoot`` and ``qualifier`` from every argument."""
+    return node.with_(args={k: _strip(v) for k, v in node.args.items() if k not in NOISE_KEYS})
+
+
+def _strip(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip(v) for k, v in value.items() if k not in NOISE_KEYS}
+    if isinstance(value, list):
+        return [_strip(v) for v in value]
+    return value
+
+
+def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
+    """Python UDFs claim to be deterministic; only allow-listed ones are trusted."""
+    allowed = set(allowed_udfs)
+    names = [n for n in _python_udf_names(node.args) if n not in allowed]
+    if names and node.uncacheable is None:
+        return node.with_(uncacheable=f"Python UDF {names[0]!r} is not allow-listed")
+    return node
+
+
+def _python_udf_names(value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        if value.get("class") == PYTHON_UDF:
+            yield str(value.get("name"))
+        for v in value.values():
+            yield from _python_udf_names(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _python_udf_names(v)
+
+
+def parse_expressions(node: PlanNode) -> PlanNode:
+    """Turn Catalyst's flat expression lists into :class:`Expr` trees."""
+    return node.with_(args={k: _parse(v) for k, v in node.args.items()})
+
+
+def _parse(value: Any) -> Any:
+    if is_expression_list(value):
+        return expression_tree(value)
+    if isinstance(value, list):
+        return [_parse(v) for v in value]
+    return value
+
+
+# --- rules over expressions --------------------------------------------------------------------
+
+def expression_key(expr: Expr) -> str:
+    """A stable total order on expressions, independent of any JVM hash code."""
+    return repr(_expr_tuple(expr))
+
+
+def _expr_tuple(expr: Expr) -> tuple:
+    return (expr.cls, expr.fields, tuple(_expr_tuple(c) for c in expr.children))
+
+
+def unwrap_alias(expr: Expr) -> Expr:
+    """``Alias(attr)`` means ``attr``: renaming a column must not break every ancestor's match."""
+    if expr.cls == ALIAS and expr.children and expr.children[0].cls == ATTRIBUTE:
+        return expr.children[0]
+    return expr
+
+
+def sort_commutative(expr: Expr) -> Expr:
+    """Order operands of commutative operators, and comparisons, by :func:`expression_key`."""
+    if expr.cls in COMMUTATIVE or expr.cls == MULTI_COMMUTATIVE:
+        return Expr(expr.cls, expr.fields, tuple(sorted(expr.children, key=expression_key)))
+    if expr.cls in FLIPPED_COMPARISON and len(expr.children) == 2:
+        left, right = expr.children
+        if expression_key(left) > expression_key(right):
+            return Expr(FLIPPED_COMPARISON[expr.cls], expr.fields, (right, left))
+    return expr
+
+
+EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (unwrap_alias, sort_commutative)
+
+
+def canonical_expression(expr: Expr) -> Expr:
+    """Apply every expression rule bottom-up."""
+    children = tuple(canonical_expression(c) for c in expr.children)
+    expr = Expr(expr.cls, expr.fields, children)
+    for rule in EXPRESSION_RULES:
+        expr = rule(expr)
+    return expr
+
+
+def normalize_expressions(node: PlanNode) -> PlanNode:
+    return node.with_(args={k: _map_exprs(v, canonical_expression) for k, v in node.args.items()})
+
+
+def _map_exprs(value: Any, fn: Callable[[Expr], Expr]) -> Any:
+    if isinstance(value, Expr):
+        return fn(value)
+    if isinstance(value, list):
+        return [_map_exprs(v, fn) for v in value]
+    return value
+
+
+# --- rules over operators ----------------------------------------------------------------------
+
+def relation_identity(node: PlanNode) -> PlanNode:
+    """A file relation is identified by format, options and its current file listing."""
+    if node.op != "LogicalRelation":
+        return node
+    if not node.relation:
+        return node.with_(uncacheable="not a file-based relation (its data version is unknown)")
+    args = dict(node.args)
+    args["relation"] = node.relation
+    return node.with_(args=args)
+
+
+def mark_uncacheable(node: PlanNode) -> PlanNode:
+    """Non-deterministic or unknown-source subtrees are never cached and never matched."""
+    reason = node.uncacheable
+    if reason is None and not node.deterministic:
+        reason = "non-deterministic expression"
+    if reason is None and node.op in NON_DETERMINISTIC_OPS:
+        reason = f"{node.op} is random (sampling)"
+    if reason is None and not node.children and node.op not in KNOWN_LEAVES:
+        reason = f"leaf {node.op} has no data identity Criss can check"
+    if reason is None:
+        reason = next((f"input {c.op}: {c.uncacheable}" for c in node.children if c.uncacheable), None)
+    return node.with_(uncacheable=reason) if reason != node.uncacheable else node
+
+
+#: Applied in this order to every operator, children before parents.
+RULES: tuple[Rule, ...] = (
+    strip_noise,
+    mark_python_udfs,
+    parse_expressions,
+    normalize_expressions,
+    relation_identity,
+    mark_uncacheable,
+)
+
+
+def canonicalize(root: PlanNode, rules: Iterable[Rule] = RULES) -> PlanNode:
+    """Apply ``rules`` to every operator bottom-up and return the canonical tree."""
+    rules = tuple(rules)
+
+    def visit(node: PlanNode) -> PlanNode:
+        node = node.with_(children=tuple(visit(c) for c in node.children))
+        for rule in rules:
+            node = rule(node)
+        return node
+
+    return visit(root)

@@ -1,0 +1,141 @@
+"""A plain-Python operator tree: what the bridge hands to ``qtree``.
+
+Each node keeps Catalyst's own JSON of the operator (children removed) in ``args``;
+expression fields stay in Catalyst's flat pre-order form until a rule needs them
+as trees (see :func:`expression_tree`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+CATALYST_PREFIXES = (
+    "org.apache.spark.sql.catalyst.plans.logical.",
+    "org.apache.spark.sql.catalyst.expressions.aggregate.",
+    "org.apache.spark.sql.catalyst.expressions.",
+    "org.apache.spark.sql.execution.datasources.",
+    "org.apache.spark.sql.execution.",
+)
+
+
+def short_class(name: str) -> str:
+    for prefix in CATALYST_PREFIXES:
+        if name.startswith(prefix):
+            return name[len(prefix):]
+    return name
+
+
+@dataclass(frozen=True)
+class PlanNode:
+    """One logical operator with its canonical arguments and children.
+
+    ``path`` is the sequence of child indices from the root, the handle the bridge
+    uses to find the same operator in the JVM plan again.
+    """
+
+    op: str
+    args: dict[str, Any]
+    children: tuple[PlanNode, ...] = ()
+    path: tuple[int, ...] = ()
+    deterministic: bool = True
+    #: Identity of the data a leaf reads (format, options, file listing), or None.
+    relation: dict[str, Any] | None = None
+    fingerprint: str = ""
+    #: Why this operator may never be cached or matched (None: it may).
+    uncacheable: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def walk(self) -> Iterator[PlanNode]:
+        """Pre-order walk."""
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+    def walk_bottom_up(self) -> Iterator[PlanNode]:
+        for child in self.children:
+            yield from child.walk_bottom_up()
+        yield self
+
+    def with_(self, **changes: Any) -> PlanNode:
+        return replace(self, **changes)
+
+    @property
+    def height(self) -> int:
+        return 1 + max((c.height for c in self.children), default=0)
+
+    def leaves(self) -> Iterator[PlanNode]:
+        return (n for n in self.walk() if not n.children)
+
+
+def tree_from_catalyst_json(nodes: list[dict[str, Any]]) -> PlanNode:
+    """Build a PlanNode tree from Catalyst's ``toJSON()`` pre-order list of plan nodes."""
+    position = 0
+
+    def build(path: tuple[int, ...]) -> PlanNode:
+        nonlocal position
+        raw = nodes[position]
+        position += 1
+        n_children = raw.get("num-children", 0)
+        # Child references (``child: 0``, ``left: 0, right: 1``) stay in args: they are
+        # positional and so canonical already.
+        args = {k: v for k, v in raw.items() if k not in ("class", "num-children")}
+        children = tuple(build(path + (i,)) for i in range(n_children))
+        return PlanNode(op=short_class(raw["class"]), args=args, children=children, path=path)
+
+    root = build(())
+    if position != len(nodes):
+        raise ValueError(f"plan JSON has {len(nodes) - position} trailing nodes")
+    return root
+
+
+# --- expressions ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Expr:
+    """An expression node rebuilt from Catalyst's flat pre-order JSON list.
+
+    ``fields`` keeps every field but the class, including child references, which are
+    positional (``left: 0``) and so stay valid when children are reordered symmetrically.
+    """
+
+    cls: str
+    fields: tuple[tuple[str, Any], ...]
+    children: tuple[Expr, ...]
+
+
+def is_expression_list(value: Any) -> bool:
+    """Catalyst serialises one expression as a non-empty list of dicts with ``class``."""
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(v, dict) and "class" in v and "num-children" in v for v in value)
+    )
+
+
+def expression_tree(flat: list[dict[str, Any]]) -> Expr:
+    position = 0
+
+    def build() -> Expr:
+        nonlocal position
+        raw = flat[position]
+        position += 1
+        children = tuple(build() for _ in range(raw.get("num-children", 0)))
+        fields = tuple(sorted((k, _freeze(v)) for k, v in raw.items() if k != "class"))
+        return Expr(raw["class"], fields, children)
+
+    expr = build()
+    if position != len(flat):
+        raise ValueError(f"expression JSON has {len(flat) - position} trailing nodes")
+    return expr
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, dict):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_freeze(v) for v in value)
+    return value

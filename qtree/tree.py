@@ -1,0 +1,227 @@
+"""The QTree: every operator Criss has seen, with its statistics, persisted in SQLite.
+
+Matching is bottom-up (paper §1.1, Fig. 2): because fingerprints are Merkle hashes, an
+operator matches only if all its children matched. Matched operators update their
+statistics; unmatched ones are inserted.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import sqlite_utils
+
+from criss.errors import CatalogError
+from qtree.plan import PlanNode
+
+SCHEMA_VERSION = "1"
+
+
+@dataclass(frozen=True)
+class NodeStats:
+    """What the benefit model needs to know about one operator."""
+
+    fingerprint: str
+    op: str
+    ref: int
+    first_seen: float
+    last_access: float
+    texec: float | None = None
+    size_bytes: int | None = None
+    rows: int | None = None
+    stats_source: str | None = None
+
+    @property
+    def has_stats(self) -> bool:
+        return self.texec is not None and self.size_bytes is not None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """The outcome of matching one operator of a query against the QTree."""
+
+    stats: NodeStats
+    matched: bool
+
+
+class QTree:
+    """Operator tree of the workload history, stored in ``catalog.db`` under a Criss home."""
+
+    def __init__(self, db_path: str | Path, *, timeout: float = 10.0) -> None:
+        self.db_path = Path(db_path)
+        try:
+            self.db_path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(str(self.db_path), timeout=timeout, check_same_thread=False)
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            self.db = sqlite_utils.Database(conn)
+            self._ensure_schema()
+        except (sqlite3.Error, OSError) as exc:
+            raise CatalogError(f"cannot open the QTree catalog {self.db_path}: {exc}") from exc
+        self._graph: nx.DiGraph | None = None
+
+    # --- schema ------------------------------------------------------------------------------
+
+    def _ensure_schema(self) -> None:
+        db = self.db
+        if "meta" not in db.table_names():
+            db["meta"].create({"key": str, "value": str}, pk="key")
+        db["meta"].insert({"key": "start_time", "value": repr(time.time())}, ignore=True)
+        db["meta"].insert({"key": "schema_version", "value": SCHEMA_VERSION}, ignore=True)
+        if "nodes" not in db.table_names():
+            db["nodes"].create({
+                "fingerprint": str, "op": str, "label": str, "ref": int, "first_seen": float,
+                "last_access": float, "texec": float, "size_bytes": int, "rows": int,
+                "stats_source": str, "rel_key": str, "rel_version": str,
+            }, pk="fingerprint", not_null={"op", "ref"})
+            db["nodes"].create_index(["rel_key"])
+        if "edges" not in db.table_names():
+            db["edges"].create({"parent": str, "position": int, "child": str},
+                               pk=("parent", "position"))
+            db["edges"].create_index(["child"])
+
+    @property
+    def start_time(self) -> float:
+        return float(self.db["meta"].get("start_time")["value"])
+
+    def meta(self, key: str, default: Any = None) -> Any:
+        rows = list(self.db.query("select value from meta where key = ?", [key]))
+        return json.loads(rows[0]["value"]) if rows else default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.db["meta"].upsert({"key": key, "value": json.dumps(value)}, pk="key")
+
+    # --- matching ----------------------------------------------------------------------------
+
+    def observe(self, root: PlanNode, now: float | None = None) -> dict[str, Observation]:
+        """Match ``root`` bottom-up; update statistics of matches and insert the rest.
+
+        Operators that may never be matched (``uncacheable``) are neither looked up nor stored.
+        """
+        now = time.time() if now is None else now
+        nodes = [n for n in root.walk_bottom_up() if n.uncacheable is None]
+        known = self._load(n.fingerprint for n in nodes)
+        result: dict[str, Observation] = {}
+        try:
+            with self.db.conn:
+                for node in nodes:
+                    if node.fingerprint in result:  # the same subtree twice in one query
+                        continue
+                    old = known.get(node.fingerprint)
+                    stats = self._touch(node, old, now)
+                    result[node.fingerprint] = Observation(stats, matched=old is not None)
+        except sqlite3.Error as exc:
+            raise CatalogError(f"cannot update the QTree catalog {self.db_path}: {exc}") from exc
+        return result
+
+    def _touch(self, node: PlanNode, old: NodeStats | None, now: float) -> NodeStats:
+        if old is not None:
+            self.db.execute("update nodes set ref = ref + 1, last_access = ? where fingerprint = ?",
+                            [now, node.fingerprint])
+            return NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
+        rel = node.relation or {}
+        self.db["nodes"].insert({
+            "fingerprint": node.fingerprint, "op": node.op, "label": node.extra.get("label", node.op),
+            "ref": 1, "first_seen": now, "last_access": now,
+            "rel_key": rel.get("key"), "rel_version": rel.get("version"),
+        }, ignore=True)
+        for position, child in enumerate(node.children):
+            if child.uncacheable is None:
+                self.db["edges"].insert({"parent": node.fingerprint, "position": position,
+                                         "child": child.fingerprint}, replace=True)
+                if self._graph is not None:
+                    self._graph.add_edge(node.fingerprint, child.fingerprint)
+        if self._graph is not None:
+            self._graph.add_node(node.fingerprint, op=node.op)
+        return NodeStats(node.fingerprint, node.op, 1, now, now)
+
+    def _load(self, fingerprints: Iterable[str]) -> dict[str, NodeStats]:
+        fps = sorted(set(fingerprints))
+        out: dict[str, NodeStats] = {}
+        for start in range(0, len(fps), 500):
+            chunk = fps[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.query(f"select * from nodes where fingerprint in ({marks})", chunk):
+                out[row["fingerprint"]] = _stats_from_row(row)
+        return out
+
+    def get(self, fingerprint: str) -> NodeStats | None:
+        return self._load([fingerprint]).get(fingerprint)
+
+    # --- statistics ----------------------------------------------------------------------------
+
+    def record_stats(self, fingerprint: str, *, texec: float, size_bytes: int, rows: int,
+                     source: str = "measured") -> None:
+        """Store measured Texec/size/rows of an operator (the paper's runtime collection)."""
+        with self.db.conn:
+            self.db.execute(
+                "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
+                "where fingerprint = ?", [texec, size_bytes, rows, source, fingerprint])
+
+    # --- invalidation ------------------------------------------------------------------------
+
+    def stale_relations(self, relations: dict[str, str]) -> list[str]:
+        """Fingerprints of leaves reading a relation key whose file listing has changed."""
+        stale: list[str] = []
+        for key, version in relations.items():
+            stale += [r["fingerprint"] for r in self.db.query(
+                "select fingerprint from nodes where rel_key = ? and rel_version != ?", [key, version])]
+        return stale
+
+    def invalidate(self, fingerprints: Iterable[str]) -> set[str]:
+        """Remove operators and, cascading, every ancestor; return all removed fingerprints."""
+        graph = self.graph(reload=True)
+        doomed: set[str] = set()
+        for fp in fingerprints:
+            if fp in graph:
+                doomed |= {fp} | nx.ancestors(graph, fp)
+        if not doomed:
+            return doomed
+        with self.db.conn:
+            for fp in doomed:
+                self.db.execute("delete from nodes where fingerprint = ?", [fp])
+                self.db.execute("delete from edges where parent = ? or child = ?", [fp, fp])
+        graph.remove_nodes_from(doomed)
+        return doomed
+
+    # --- whole tree ----------------------------------------------------------------------------
+
+    def graph(self, *, reload: bool = False) -> nx.DiGraph:
+        """The QTree as a networkx graph, edges parent → child, node attributes = statistics."""
+        if self._graph is None or reload:
+            graph = nx.DiGraph()
+            for row in self.db.query("select * from nodes"):
+                graph.add_node(row["fingerprint"], **row)
+            for row in self.db.query("select parent, child, position from edges"):
+                graph.add_edge(row["parent"], row["child"], position=row["position"])
+            self._graph = graph
+        return self._graph
+
+    def __len__(self) -> int:
+        return self.db["nodes"].count
+
+    def clear(self) -> None:
+        with self.db.conn:
+            self.db.execute("delete from nodes")
+            self.db.execute("delete from edges")
+            self.db.execute("delete from meta where key = 'start_time'")
+            self.db["meta"].insert({"key": "start_time", "value": repr(time.time())}, replace=True)
+        self._graph = None
+
+    def close(self) -> None:
+        self.db.conn.close()
+
+
+def _stats_from_row(row: dict[str, Any]) -> NodeStats:
+    return NodeStats(
+        fingerprint=row["fingerprint"], op=row["op"], ref=row["ref"],
+        first_seen=row["first_seen"], last_access=row["last_access"], texec=row["texec"],
+        size_bytes=row["size_bytes"], rows=row["rows"], stats_source=row["stats_source"],
+    )

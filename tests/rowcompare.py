@@ -1,0 +1,32 @@
+"""Compare query results as multisets of rows, floats within a relative tolerance."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from decimal import Decimal
+from typing import Any
+
+
+def _sort_key(row: Sequence[Any]) -> tuple:
+    return tuple((0, "") if v is None else (1, round(v, 6) if isinstance(v, float) else v)
+                 if isinstance(v, (int, float, Decimal)) else (2, str(v)) for v in row)
+
+
+def _close(a: Any, b: Any, rel: float) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if a is None or b is None:
+            return a is b
+        return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
+    return a == b
+
+
+def assert_same_rows(actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]],
+                     rel: float = 1e-6) -> None:
+    """Equal as multisets of rows (order ignored), floats within ``rel``."""
+    assert len(actual) == len(expected), f"{len(actual)} rows, expected {len(expected)}"
+    left = sorted((tuple(r) for r in actual), key=_sort_key)
+    right = sorted((tuple(r) for r in expected), key=_sort_key)
+    for i, (a, e) in enumerate(zip(left, right)):
+        assert len(a) == len(e) and all(_close(x, y, rel) for x, y in zip(a, e)), (
+            f"row {i} differs: {a} != {e}")
