@@ -22,7 +22,7 @@ from criss.errors import (
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from criss.session import CrissSession
+    from criss.engine import CrissSession
 
 __version__ = "0.1.0"
 __all__ = [
@@ -39,7 +39,7 @@ def session(spark: SparkSession, home: str | None = None, **options: Any) -> Cri
     Other options (also settable as ``spark.criss.<option>``) are listed in the README.
     """
     from criss.config import CrissOptions
-    from criss.session import CrissSession
+    from criss.engine import CrissSession
 
     conf = dict(spark.sparkContext.getConf().getAll())
     try:

@@ -58,6 +58,8 @@ class CrissOptions:
     disk_capacity: int | None = None
     #: Python UDF names trusted to be deterministic.
     allowed_udfs: tuple[str, ...] = ()
+    #: Seconds to wait for a catalog lock held by another application before running uncached.
+    catalog_timeout: float = 10.0
     #: False turns Criss into a pass-through (queries run as plain Spark).
     enabled: bool = True
 
@@ -88,6 +90,8 @@ class CrissOptions:
             out["min_ref"] = int(out["min_ref"])
             if out["min_ref"] < 1:
                 raise ConfigError(f"min_ref must be >= 1, got {out['min_ref']}")
+        if "catalog_timeout" in out:
+            out["catalog_timeout"] = float(out["catalog_timeout"])
         if "disk_bandwidth" in out:
             out["disk_bandwidth"] = float(parse_bytes(out["disk_bandwidth"], "disk_bandwidth"))
         if "disk_capacity" in out:

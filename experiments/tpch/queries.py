@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
+from decimal import Context, Decimal
 
 from criss.errors import WorkloadError
 
@@ -847,7 +847,8 @@ def q11_fraction(sf: float) -> str:
     """Q11's FRACTION, 0.0001 / SF, as plain decimal text (never scientific notation)."""
     if sf <= 0:
         raise WorkloadError(f"scale factor must be positive, got {sf}")
-    return format(Decimal("0.0001") / Decimal(repr(float(sf))), "f")
+    # Ten significant digits keep the literal short for any SF (0.0001 / 3 would not end).
+    return format(Context(prec=10).divide(Decimal("0.0001"), Decimal(repr(float(sf)))), "f")
 
 
 def _check_qid(qid: int) -> None:
@@ -980,6 +981,7 @@ def _shifted_codes(params: dict) -> dict:
     return {k: str(v) for k, v in _shifted_numbered(params, "i", 10, 34, 1).items()}
 
 
+_Q2_PART = "p_size = {size} and p_type like '%{type}'"
 _IN_NATION_PAIR = "n_name in ('{nation1}', '{nation2}')"
 _NATION_PAIR_KEYS = "select n_nationkey from {nation} where n_name in ('{nation1}', '{nation2}')"
 _NATION_KEY = "select n_nationkey from {nation} where n_name = '{nation_name}'"
@@ -1009,9 +1011,12 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             {"region": "r_name = '{region_name}'"},
         ),
         "v30": Variant(
-            "SIZE and TYPE changed and applied at the part scan (the first join)",
+            "SIZE and TYPE changed and applied at the part (the first join) and partsupp scans",
             lambda p: {"size": _cycle(p["size"], 1, 50, 25), "type": _next(TYPE_SYLLABLES[2], p["type"])},
-            {"part": "p_size = {size} and p_type like '%{type}'"},
+            {
+                "part": _Q2_PART,
+                "partsupp": "ps_partkey in (select p_partkey from {part} where " + _Q2_PART + ")",
+            },
         ),
     },
     3: {
@@ -1043,10 +1048,13 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             {"region": "r_name = '{region_name}'"},
         ),
         "v30": Variant(
-            "DATE and REGION changed and applied at the orders and region scans",
+            "DATE and REGION changed, the date applied at the orders scan, the region at the "
+            "customer, supplier and region scans",
             lambda p: {"date": _shift_years(p["date"], 2), "region_name": _shift(REGIONS, p["region_name"], 2)},
             {
+                "customer": "c_nationkey in (" + _REGION_NATIONS + ")",
                 "orders": "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '1' year",
+                "supplier": "s_nationkey in (" + _REGION_NATIONS + ")",
                 "region": "r_name = '{region_name}'",
             },
         ),
@@ -1085,9 +1093,14 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             {"region": "r_name = '{region_name}'"},
         ),
         "v30": Variant(
-            "TYPE changed and applied at the part scan (the first join); region at customer",
+            "TYPE changed and applied at the part (the first join) and lineitem scans, "
+            "the region at the customer scan",
             lambda p: {"type": _next_type(p["type"])},
-            {"part": "p_type = '{type}'", "customer": "c_nationkey in (" + _REGION_NATIONS + ")"},
+            {
+                "part": "p_type = '{type}'",
+                "lineitem": "l_partkey in (select p_partkey from {part} where p_type = '{type}')",
+                "customer": "c_nationkey in (" + _REGION_NATIONS + ")",
+            },
         ),
     },
     9: {

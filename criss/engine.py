@@ -72,7 +72,7 @@ class CrissSession:
         self.options = options
         self.home = options.home
         self.home.mkdir(parents=True, exist_ok=True)
-        self.qtree = QTree(self.home / "catalog.db")
+        self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.store = EntryStore(self.home / "disk", name="disk")
         self.policy = get_policy(options.policy)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})

@@ -1,0 +1,171 @@
+"""Criss never serves a wrong, stale or random result, and its own failures fall back."""
+
+from __future__ import annotations
+
+import sqlite3
+import warnings
+from pathlib import Path
+
+import pytest
+from pyspark.errors import AnalysisException, ParseException
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+from rowcompare import assert_same_rows
+
+import criss
+from criss import bridge
+from criss.errors import BridgeError
+
+pytestmark = pytest.mark.spark
+
+AGG = "select o_orderpriority, count(*) n, sum(o_totalprice) s from orders group by 1"
+
+
+@pytest.fixture
+def cs(tpch, tmp_path):
+    session = criss.session(tpch, home=str(tmp_path / "home"), catalog_timeout=0.5)
+    yield session
+    session.close()
+
+
+def _run(cs, sql):
+    df = cs.sql(sql)
+    return df.collect(), cs.last_query_summary()
+
+
+def test_rewritten_input_files_are_never_served_stale(spark, cs, tmp_path):
+    path = str(tmp_path / "t")
+    spark.range(0, 1000).withColumn("g", F.col("id") % 7).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("stale_t")
+    sql = "select g, count(*) c, sum(id) s from stale_t group by g"
+    _run(cs, sql)
+    rows, summary = _run(cs, sql)
+    assert summary["operators_reused"] >= 1
+
+    spark.range(0, 500).withColumn("g", F.col("id") % 3).write.mode("overwrite").parquet(path)
+    rows, summary = _run(cs, sql)
+    assert summary.get("operators_reused", 0) == 0
+    assert summary["invalidated"] >= 1  # the old leaf and, cascading, its ancestors
+    assert_same_rows(rows, spark.read.parquet(path).groupBy("g").agg(
+        F.count("*"), F.sum("id")).collect())
+    assert len(rows) == 3
+
+
+def test_non_deterministic_plans_are_never_cached(tpch, cs):
+    for sql in ("select o_orderpriority, count(*) from orders where rand() < 0.5 group by 1",
+                "select o_orderpriority, count(*) from orders where rand(42) < 0.5 group by 1"):
+        for _ in range(3):
+            _, summary = _run(cs, sql)
+            assert summary.get("operators_cached", 0) == 0
+            assert summary.get("operators_reused", 0) == 0
+    sql = "select o_orderkey, rand(7) r from orders where o_orderkey < 100"
+    for _ in range(3):
+        df = cs.sql(sql)
+        df.collect()
+        random_lines = [line for line in cs.explain(df).splitlines() if "rand(7)" in line]
+        assert random_lines and all("not cached: non-deterministic" in x for x in random_lines)
+    # the deterministic filter below it may be reused, which is safe
+    assert cs.last_query_summary().get("operators_reused", 0) >= 1
+
+
+def test_python_udfs_are_cached_only_when_allow_listed(tpch, tmp_path):
+    tpch.udf.register("nd_plus", lambda x: x + 1, LongType())
+    sql = "select nd_plus(o_orderkey) k from orders where o_orderkey < 100"
+    for allowed, expect_cached in (((), False), (("nd_plus",), True)):
+        cs = criss.session(tpch, home=str(tmp_path / f"h{len(allowed)}"), allowed_udfs=allowed)
+        _, summary = _run(cs, sql)
+        assert bool(summary.get("operators_cached", 0)) is expect_cached
+        cs.close()
+    nondet = F.udf(lambda x: x + 1, LongType()).asNondeterministic()
+    cs = criss.session(tpch, home=str(tmp_path / "h-nd"), allowed_udfs=("<lambda>",))
+    for _ in range(2):
+        df = cs.dataframe(tpch.table("orders").select(nondet("o_orderkey").alias("k"))
+                          .where("k < 100").groupBy().agg(F.sum("k")))
+        expected = tpch.table("orders").where("o_orderkey + 1 < 100").agg(
+            F.sum(F.col("o_orderkey") + 1)).collect()
+        assert_same_rows(df.collect(), expected)
+        random_lines = [x for x in cs.explain(df).splitlines() if "<lambda>" in x]
+        assert random_lines and not any("REUSED" in x or "CACHED as" in x for x in random_lines)
+    cs.close()
+
+
+def test_locked_catalog_falls_back_to_plain_spark(tpch, cs):
+    expected = tpch.sql(AGG).collect()
+    lock = sqlite3.connect(str(cs.home / "catalog.db"))
+    lock.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.warns(RuntimeWarning, match="runs it uncached"):
+            rows, summary = _run(cs, AGG)
+    finally:
+        lock.rollback()
+        lock.close()
+    assert summary["fallback"]
+    assert_same_rows(rows, expected)
+    assert cs.report()["counters"]["fallbacks"] == 1
+
+
+def test_bridge_error_falls_back(tpch, cs, monkeypatch):
+    def broken(*args, **kwargs):
+        raise BridgeError("simulated Catalyst change")
+
+    monkeypatch.setattr(bridge, "CapturedPlan", broken)
+    with pytest.warns(RuntimeWarning, match="simulated Catalyst change"):
+        rows, _ = _run(cs, AGG)
+    assert_same_rows(rows, tpch.sql(AGG).collect())
+
+
+def test_unwritable_tier_falls_back(tpch, cs):
+    disk = Path(cs.store.root)
+    for child in disk.iterdir():
+        child.rmdir() if child.is_dir() else child.unlink()
+    disk.rmdir()
+    disk.write_text("not a directory")  # root ignores permissions; a file in the way does not
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows, summary = _run(cs, AGG)
+    assert summary["fallback"]
+    assert_same_rows(rows, tpch.sql(AGG).collect())
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "delete"])
+def test_damaged_cache_files_are_recomputed(tpch, cs, damage):
+    expected = tpch.sql(AGG).collect()
+    _run(cs, AGG)
+    entry_dirs = [p for p in Path(cs.store.root).iterdir() if (p / "manifest.json").exists()]
+    assert entry_dirs
+    for part in (p for d in entry_dirs for p in d.glob("part-*")):
+        if damage == "truncate":
+            part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
+        elif damage == "corrupt":
+            part.write_bytes(b"\0" * part.stat().st_size)
+        else:
+            part.unlink()
+    rows, summary = _run(cs, AGG)
+    assert summary.get("operators_reused", 0) == 0
+    assert_same_rows(rows, expected)
+    rows, summary = _run(cs, AGG)  # recomputed result was cached again
+    assert summary["operators_reused"] >= 1
+    assert_same_rows(rows, expected)
+
+
+def test_invalid_sql_raises_sparks_own_errors(tpch, cs):
+    with pytest.raises(ParseException):
+        cs.sql("selec 1")
+    with pytest.raises(AnalysisException):
+        cs.sql("select no_such_column from orders")
+
+
+def test_explain_and_report_describe_reuse(tpch, cs):
+    cs.sql(AGG).collect()
+    df = cs.sql(AGG)
+    text = cs.explain(df)
+    assert "REUSED entry" in text
+    report = cs.report()
+    counters = report["counters"]
+    assert counters["queries"] == 2 and counters["operators_reused"] == 1
+    assert counters["operators_cached"] == 1 and counters["bytes_written"] > 0
+    assert counters["bytes_read"] == counters["bytes_written"]
+    assert report["tiers"]["disk"]["used_bytes"] == counters["bytes_written"]
+    cs.clear()
+    assert cs.report()["tiers"]["disk"]["used_bytes"] in (0, counters["bytes_written"])  # pinned by df
+    del df
