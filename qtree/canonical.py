@@ -111,6 +111,14 @@ def unwrap_alias(expr: Expr) -> Expr:
     return expr
 
 
+def drop_alias_id(expr: Expr) -> Expr:
+    """Catalyst numbers aliases in order, so one unwrapped alias renumbers the rest;
+    parents refer to outputs by position anyway."""
+    if expr.cls == ALIAS:
+        return Expr(expr.cls, tuple(f for f in expr.fields if f[0] != "exprId"), expr.children)
+    return expr
+
+
 def sort_commutative(expr: Expr) -> Expr:
     """Order operands of commutative operators, and comparisons, by :func:`expression_key`."""
     if expr.cls in COMMUTATIVE or expr.cls == MULTI_COMMUTATIVE:
@@ -122,7 +130,7 @@ def sort_commutative(expr: Expr) -> Expr:
     return expr
 
 
-EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (unwrap_alias, sort_commutative)
+EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (unwrap_alias, drop_alias_id, sort_commutative)
 
 
 def canonical_expression(expr: Expr) -> Expr:

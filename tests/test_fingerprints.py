@@ -1,0 +1,117 @@
+"""Fingerprints: equal for the same computation however it is spelled, across JVMs too."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import criss
+from criss import bridge
+from experiments.tpch import queries
+from qtree import canonicalize, fingerprint_tree
+from qtree.rewrite import result_node
+
+pytestmark = pytest.mark.spark
+
+SPELLINGS = [
+    # aliases, conjunct order, a = b vs b = a, x > c vs c < x
+    ("select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey "
+     "and l_quantity > 30 and o_orderdate >= date '1994-01-01' group by o_orderpriority",
+     "select o_orderpriority as prio, count(*) as n from orders o, lineitem l "
+     "where o_orderdate >= date '1994-01-01' and 30 < l_quantity and l.l_orderkey = o.o_orderkey "
+     "group by o_orderpriority"),
+]
+
+
+def fingerprints(spark, sql):
+    tree = fingerprint_tree(canonicalize(bridge.CapturedPlan(spark, spark.sql(sql)).tree))
+    return tree
+
+
+def test_same_sql_twice_gives_identical_fingerprints(tpch):
+    sql = queries.statement(5, sf=0.01).sql
+    a = [n.fingerprint for n in fingerprints(tpch, sql).walk()]
+    b = [n.fingerprint for n in fingerprints(tpch, sql).walk()]
+    assert a == b and len(set(a)) == len(a)
+
+
+@pytest.mark.parametrize(("one", "other"), SPELLINGS)
+def test_reformulations_share_fingerprints(tpch, one, other):
+    a, b = fingerprints(tpch, one), fingerprints(tpch, other)
+    assert result_node(a).fingerprint == result_node(b).fingerprint
+
+
+def test_changed_literal_changes_fingerprints_above_it_only(tpch):
+    base = "select o_orderpriority, count(*) from orders where o_totalprice > {} group by 1"
+    a, b = fingerprints(tpch, base.format(1000)), fingerprints(tpch, base.format(2000))
+    leaves_a = {n.fingerprint for n in a.leaves()}
+    assert leaves_a == {n.fingerprint for n in b.leaves()}
+    assert a.fingerprint != b.fingerprint
+
+
+def test_dataframe_api_and_sql_reuse_each_other(tpch, tmp_path):
+    from pyspark.sql import functions as F
+
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    sql = ("select o_orderpriority, sum(o_totalprice) s from orders "
+           "where o_orderdate < date '1995-01-01' group by o_orderpriority")
+    cs.sql(sql).collect()
+    api = (tpch.table("orders").where(F.col("o_orderdate") < F.lit("1995-01-01").cast("date"))
+           .groupBy("o_orderpriority").agg(F.sum("o_totalprice").alias("s")))
+    rows = cs.dataframe(api).collect()
+    assert cs.last_query_summary().get("operators_reused", 0) >= 1
+    assert sorted(rows) == sorted(tpch.sql(sql).collect())
+    cs.close()
+
+
+FRESH_APP = textwrap.dedent("""
+    import json, sys
+    import criss
+    from criss import bridge
+    from criss.sparksession import local_spark
+    from experiments.replay import result_checksum
+    from experiments.tpch.data import register_views
+    from experiments.tpch import queries
+    from qtree import canonicalize, fingerprint_tree
+    home, data, qids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    spark = local_spark("fresh-app", conf={"spark.sql.shuffle.partitions": "4"})
+    register_views(spark, data)
+    cs = criss.session(spark, home=home)
+    out = {}
+    for q in qids:
+        sql = queries.statement(q, sf=0.01).sql
+        tree = fingerprint_tree(canonicalize(bridge.CapturedPlan(spark, spark.sql(sql)).tree))
+        rows = cs.sql(sql).collect()
+        out[q] = {"fingerprints": [n.fingerprint for n in tree.walk()],
+                  "reused": cs.last_query_summary().get("operators_reused", 0),
+                  "checksum": result_checksum(rows)[1]}
+    print("RESULT" + json.dumps(out))
+""")
+
+
+def test_fresh_application_gets_same_fingerprints_and_reuses_home(tpch, tpch_dir, tmp_path):
+    from experiments.replay import result_checksum
+
+    qids = [3, 11, 18]
+    home = tmp_path / "shared-home"
+    cs = criss.session(tpch, home=str(home))
+    mine = {}
+    for q in qids:
+        sql = queries.statement(q, sf=0.01).sql
+        mine[q] = [n.fingerprint for n in fingerprints(tpch, sql).walk()]
+        cs.sql(sql).collect()
+    cs.close()
+    proc = subprocess.run([sys.executable, "-c", FRESH_APP, str(home), str(tpch_dir),
+                           json.dumps(qids)], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    theirs = json.loads(proc.stdout.split("RESULT", 1)[1])
+    for q in qids:
+        other = theirs[str(q)]
+        assert other["fingerprints"] == mine[q], f"Q{q} fingerprints differ across JVMs"
+        assert other["reused"] >= 1, f"Q{q} did not reuse the first application's cache"
+        assert other["checksum"] == result_checksum(
+            tpch.sql(queries.statement(q, sf=0.01).sql).collect())[1]

@@ -1,0 +1,106 @@
+"""Streams are deterministic and have the stated properties; replays run end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from experiments.replay import ReplayConfig, result_checksum, run_replay, write_results
+from experiments.streams import MAX_VARIANT_REPEATS, STREAMS, make_stream, zipf_weights
+
+
+@pytest.mark.parametrize("kind", STREAMS)
+def test_streams_are_deterministic_per_seed(kind):
+    a = make_stream(kind, 100, seed=7, sf=0.01)
+    b = make_stream(kind, 100, seed=7, sf=0.01)
+    c = make_stream(kind, 100, seed=8, sf=0.01)
+    assert [q.sql for q in a] == [q.sql for q in b]
+    assert [q.sql for q in a] != [q.sql for q in c]
+    assert len(a) == 100 and [q.position for q in a] == list(range(100))
+
+
+def test_random_stream_is_roughly_uniform():
+    counts = Counter(q.qid for q in make_stream("random", 2200, seed=1, sf=1))
+    assert set(counts) == set(range(1, 23))
+    assert max(counts.values()) < 2.0 * min(counts.values())
+
+
+def test_zipf_stream_is_skewed_by_rank():
+    stream = make_stream("zipf", 5000, seed=3, sf=1, zipf_skew=1.2)
+    counts = Counter(q.qid for q in stream).most_common()
+    top_share = counts[0][1] / len(stream)
+    expected_top = zipf_weights(22, 1.2)[0] / sum(zipf_weights(22, 1.2))
+    assert abs(top_share - expected_top) < 0.03
+    assert counts[0][1] > 4 * counts[10][1]  # rank 1 vs rank 11: 11**1.2 ≈ 17.8x
+    sql_per_qid = {}
+    for q in stream:  # a repeat is the very same statement
+        assert sql_per_qid.setdefault(q.qid, q.sql) == q.sql
+
+
+def test_random_v_stream_repeats_no_statement_more_than_twice():
+    stream = make_stream("random-v", 100, seed=5, sf=1)
+    per_statement = Counter(q.sql for q in stream)
+    assert max(per_statement.values()) <= MAX_VARIANT_REPEATS
+    assert {q.variant for q in stream} == {"orig", "v60", "v30"}
+    assert len(per_statement) >= 50
+
+
+def test_no_repeat_stream_has_only_distinct_statements():
+    stream = make_stream("no-repeat", 100, seed=5, sf=1)
+    assert len({q.sql for q in stream}) == 100
+    assert all("<> -" in q.sql for q in stream)
+
+
+def test_checksum_ignores_row_order_but_not_content():
+    rows = [(1, "a", 2.5), (2, "b", None)]
+    assert result_checksum(rows) == result_checksum(list(reversed(rows)))
+    assert result_checksum(rows) != result_checksum([(1, "a", 2.5), (2, "c", None)])
+    assert result_checksum(rows + rows[:1]) != result_checksum(rows)
+
+
+@pytest.mark.spark
+def test_replay_both_modes_same_checksums_and_reuse(tpch, tpch_dir, tmp_path):
+    config = ReplayConfig(stream="zipf", queries=12, sf=0.01, seed=11, modes=("spark", "criss"),
+                          home=tmp_path / "home", data_dir=tpch_dir)
+    result = run_replay(tpch, config)
+    assert result["comparison"]["checksums_match"], result["comparison"]
+    criss_queries = result["modes"]["criss"]["queries"]
+    assert sum(q["criss"].get("operators_reused", 0) for q in criss_queries) >= 1
+    assert result["criss_report"]["counters"]["operators_reused"] >= 1
+    again = run_replay(tpch, ReplayConfig(stream="zipf", queries=12, sf=0.01, seed=11,
+                                          modes=("spark",), data_dir=tpch_dir))
+    assert [q["checksum"] for q in again["modes"]["spark"]["queries"]] == [
+        q["checksum"] for q in result["modes"]["spark"]["queries"]]
+    out = write_results(result, tmp_path / "r.json")
+    shape = json.loads(out.read_text())
+    assert {"stream", "seed", "sf", "queries", "modes"} <= set(shape)
+    assert set(shape["modes"]["spark"]["queries"][0]) >= {
+        "position", "query", "variant", "seconds", "rows", "checksum"}
+
+
+def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
+    out = tmp_path / "cli.json"
+    cmd = [sys.executable, "-m", "criss.cli", "replay", "--stream", "random", "--queries", "3",
+           "--sf", "0.01", "--mode", "spark", "--data-dir", str(tpch_dir), "--out", str(out),
+           "--quiet"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["queries"] == 3 and len(result["modes"]["spark"]["queries"]) == 3
+
+
+def test_every_cli_command_has_help_and_is_in_the_readme():
+    from click.testing import CliRunner
+
+    from criss.cli import main
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for name, command in main.commands.items():
+        assert command.help, f"criss {name} has no help text"
+        assert f"criss {name}" in readme, f"criss {name} is not documented in README.md"
+        assert CliRunner().invoke(main, [name, "--help"]).exit_code == 0
