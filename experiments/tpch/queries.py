@@ -1,6 +1,47 @@
-"""The 22 TPC-H queries as Spark SQL templates, with qgen parameters and variants.
+"""The 22 TPC-H queries as Spark SQL templates, with qgen parameters and v60/v30 variants.
 
-DRAFT
+Each template is the query of the TPC-H specification (v3) written as Spark SQL, with every
+table reference a placeholder (``{lineitem}``, ``{orders}``, ...) and every substitution
+parameter a placeholder too (``{delta}``, ``{date}``, ...). Q15 uses a CTE instead of a view so
+it is one statement. Parameters come from the specification's validation values or from qgen's
+rules (clause 2.4.x) drawn with ``random.Random(seed)``.
+
+>>> s = statement(3, seed=None)
+>>> s.params
+{'segment': 'BUILDING', 'date': '1995-03-15'}
+>>> len(all_statements(seed=7))
+66
+
+Variants (the paper's Random-QS-v): for each query, ``v60`` changes something high in the
+plan and ``v30`` something low, so they share about 60 % and 30 % of the original's operator
+tree. In Spark's *analyzed* plan a WHERE clause is one Filter above all joins, and every table
+scan is three operators (SubqueryAlias, View, Relation) that any variant shares, so a changed
+predicate is moved low by also applying it in a derived table right over the scan of the table
+it constrains (see :class:`Variant`). ``VARIANT_RULES`` notes per query what changes.
+
+Share of the variant's analyzed operators that also occur in the original's
+(``criss.bridge.plan_overlap(orig, variant, "analyzed")``, validation parameters; the same for
+seeds 1 and 2). N is the number of operators of the original:
+
+    ====  ===  =====  =====        ====  ===  =====  =====
+    Q     N    v60    v30          Q     N    v60    v30
+    ====  ===  =====  =====        ====  ===  =====  =====
+    1     6    0.50   0.33         12    10   0.70   0.46
+    2     24   0.67   0.50         13    11   0.55   0.43
+    3     16   0.69   0.41         14    9    0.78   0.50
+    4     6    0.50   0.33         15    17   0.53   0.35
+    5     26   0.76   0.47         16    10   0.70   0.46
+    6     5    0.60   0.38         17    9    0.78   0.50
+    7     30   0.62   0.45         18    16   0.69   0.47
+    8     38   0.78   0.55         19    9    0.78   0.50
+    9     28   0.82   0.49         20    10   0.70   0.46
+    10    20   0.75   0.46         21    21   0.76   0.48
+    11    15   0.73   0.43         22    8    0.78   0.38
+    ====  ===  =====  =====        ====  ===  =====  =====
+
+Mean v60 0.69, mean v30 0.44. The v30 floor of a k-table join is about 3k/N: the shared scans
+keep Q5, Q8 near 0.5. Q15 tops out at 0.53 even against itself, because the CTE's
+CTERelationDef/CTERelationRef carry a per-JVM id that the semantic hash keeps.
 """
 
 from __future__ import annotations
@@ -11,25 +52,26 @@ from dataclasses import dataclass, field
 from decimal import Context, Decimal
 
 from criss.errors import WorkloadError
+from experiments.tpch.data import TABLES
 
 QUERY_IDS = tuple(range(1, 23))
+#: The statements of one query in Random-QS-v: the original and its two variants.
 VARIANTS = ("orig", "v60", "v30")
-TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
-# --- value lists of the TPC-H specification (clause 4.2.2.13 and 4.2.3) -----------------------
+# --- value lists of the TPC-H specification (clauses 4.2.2.13, 4.2.3) ------------------------
 
 REGIONS = ("AFRICA", "AMERICA", "ASIA", "EUROPE", "MIDDLE EAST")
-#: Nation name -> region name, in n_nationkey order.
+#: In n_nationkey order.
+NATIONS = tuple(
+    "ALGERIA,ARGENTINA,BRAZIL,CANADA,EGYPT,ETHIOPIA,FRANCE,GERMANY,INDIA,INDONESIA,IRAN,IRAQ,"
+    "JAPAN,JORDAN,KENYA,MOROCCO,MOZAMBIQUE,PERU,CHINA,ROMANIA,SAUDI ARABIA,VIETNAM,RUSSIA,"
+    "UNITED KINGDOM,UNITED STATES".split(",")
+)
+#: n_regionkey of each nation, in n_nationkey order.
+_NATION_REGIONKEYS = (0, 1, 1, 1, 4, 0, 3, 3, 2, 2, 4, 4, 2, 4, 0, 0, 0, 1, 2, 3, 4, 2, 3, 3, 1)
 NATION_REGION = {
-    "ALGERIA": "AFRICA", "ARGENTINA": "AMERICA", "BRAZIL": "AMERICA", "CANADA": "AMERICA",
-    "EGYPT": "MIDDLE EAST", "ETHIOPIA": "AFRICA", "FRANCE": "EUROPE", "GERMANY": "EUROPE",
-    "INDIA": "ASIA", "INDONESIA": "ASIA", "IRAN": "MIDDLE EAST", "IRAQ": "MIDDLE EAST",
-    "JAPAN": "ASIA", "JORDAN": "MIDDLE EAST", "KENYA": "AFRICA", "MOROCCO": "AFRICA",
-    "MOZAMBIQUE": "AFRICA", "PERU": "AMERICA", "CHINA": "ASIA", "ROMANIA": "EUROPE",
-    "SAUDI ARABIA": "MIDDLE EAST", "VIETNAM": "ASIA", "RUSSIA": "EUROPE",
-    "UNITED KINGDOM": "EUROPE", "UNITED STATES": "AMERICA",
+    nation: REGIONS[key] for nation, key in zip(NATIONS, _NATION_REGIONKEYS, strict=True)
 }
-NATIONS = tuple(NATION_REGION)
 SEGMENTS = ("AUTOMOBILE", "BUILDING", "FURNITURE", "MACHINERY", "HOUSEHOLD")
 TYPE_SYLLABLES = (
     ("STANDARD", "SMALL", "MEDIUM", "LARGE", "ECONOMY", "PROMO"),
@@ -41,21 +83,23 @@ CONTAINER_SYLLABLES = (
     ("CASE", "BOX", "BAG", "JAR", "PKG", "PACK", "CAN", "DRUM"),
 )
 SHIP_MODES = ("REG AIR", "AIR", "RAIL", "SHIP", "TRUCK", "MAIL", "FOB")
-#: The words P_NAME is generated from.
-COLORS = (
-    "almond", "antique", "aquamarine", "azure", "beige", "bisque", "black", "blanched", "blue",
-    "blush", "brown", "burlywood", "burnished", "chartreuse", "chiffon", "chocolate", "coral",
-    "cornflower", "cornsilk", "cream", "cyan", "dark", "deep", "dim", "dodger", "drab",
-    "firebrick", "floral", "forest", "frosted", "gainsboro", "ghost", "goldenrod", "green",
-    "grey", "honeydew", "hot", "indian", "ivory", "khaki", "lace", "lavender", "lawn", "lemon",
-    "light", "lime", "linen", "magenta", "maroon", "medium", "metallic", "midnight", "mint",
-    "misty", "moccasin", "navajo", "navy", "olive", "orange", "orchid", "pale", "papaya",
-    "peach", "peru", "pink", "plum", "powder", "puff", "purple", "red", "rose", "rosy", "royal",
-    "saddle", "salmon", "sandy", "seashell", "sienna", "sky", "slate", "smoke", "snow",
-    "spring", "steel", "tan", "thistle", "tomato", "turquoise", "violet", "wheat", "white",
-    "yellow",
+#: The words P_NAME is generated from (clause 4.2.3).
+COLORS = tuple(
+    """
+    almond antique aquamarine azure beige bisque black blanched blue blush brown burlywood
+    burnished chartreuse chiffon chocolate coral cornflower cornsilk cream cyan dark deep dim
+    dodger drab firebrick floral forest frosted gainsboro ghost goldenrod green grey honeydew
+    hot indian ivory khaki lace lavender lawn lemon light lime linen magenta maroon medium
+    metallic midnight mint misty moccasin navajo navy olive orange orchid pale papaya peach
+    peru pink plum powder puff purple red rose rosy royal saddle salmon sandy seashell sienna
+    sky slate smoke snow spring steel tan thistle tomato turquoise violet wheat white yellow
+    """.split()
 )
-Q13_WORDS = (("special", "pending", "unusual", "express"), ("packages", "requests", "accounts", "deposits"))
+#: Q13's WORD1 and WORD2 choices.
+Q13_WORDS = (
+    ("special", "pending", "unusual", "express"),
+    ("packages", "requests", "accounts", "deposits"),
+)
 
 # --- the templates ----------------------------------------------------------------------------
 
@@ -748,14 +792,19 @@ VALIDATION: dict[int, dict] = {
     14: {"date": "1995-09-01"},
     15: {"date": "1996-01-01"},
     16: {
-        "brand": "Brand#45", "type": "MEDIUM POLISHED",
+        "brand": "Brand#45",
+        "type": "MEDIUM POLISHED",
         **{f"size{i}": s for i, s in enumerate((49, 14, 23, 45, 19, 3, 36, 9), start=1)},
     },
     17: {"brand": "Brand#23", "container": "MED BOX"},
     18: {"quantity": 300},
     19: {
-        "quantity1": 1, "quantity2": 10, "quantity3": 20,
-        "brand1": "Brand#12", "brand2": "Brand#23", "brand3": "Brand#34",
+        "quantity1": 1,
+        "quantity2": 10,
+        "quantity3": 20,
+        "brand1": "Brand#12",
+        "brand2": "Brand#23",
+        "brand3": "Brand#34",
     },
     20: {"color": "forest", "date": "1994-01-01", "nation_name": "CANADA"},
     21: {"nation_name": "SAUDI ARABIA"},
@@ -808,7 +857,7 @@ QGEN: dict[int, Callable[[random.Random], dict]] = {
         "discount": f"0.0{rng.randint(2, 9)}",
         "quantity": rng.randint(24, 25),
     },
-    7: lambda rng: dict(zip(("nation1", "nation2"), rng.sample(NATIONS, 2))),
+    7: lambda rng: _numbered("nation", rng.sample(NATIONS, 2)),
     8: _q8,
     9: lambda rng: {"color": rng.choice(COLORS)},
     10: lambda rng: {"date": _month_start(rng, (1993, 2), (1995, 1))},
@@ -879,6 +928,11 @@ def random_params(qid: int, rng: random.Random, sf: float = 1.0) -> dict:
 # --- rendering --------------------------------------------------------------------------------
 
 
+def _table_names(tables: Mapping[str, str] | None) -> dict[str, str]:
+    """Every table's SQL text: its name unless ``tables`` maps it to something else."""
+    return {table: table for table in TABLES} | dict(tables or {})
+
+
 def render(qid: int, params: Mapping[str, object], tables: Mapping[str, str] | None = None) -> str:
     """The SQL of query ``qid`` with ``params`` filled in and tables named by ``tables``.
 
@@ -892,9 +946,8 @@ def render(qid: int, params: Mapping[str, object], tables: Mapping[str, str] | N
     unknown = set(tables or {}) - set(TABLES)
     if unknown:
         raise WorkloadError(f"unknown TPC-H tables {sorted(unknown)}; use names from {TABLES}")
-    names = {table: table for table in TABLES} | dict(tables or {})
     try:
-        return TEMPLATES[qid].format(**names, **params).strip()
+        return TEMPLATES[qid].format(**_table_names(tables), **params).strip()
     except KeyError as missing:
         raise WorkloadError(f"Q{qid} needs parameter {missing}; got {sorted(params)}") from None
 
@@ -910,13 +963,12 @@ def _unchanged(params: dict) -> dict:
 class Variant:
     """How a variant statement departs from its original (the paper's Random-QS-v).
 
-    ``change`` gives new values for some parameters from the original's. ``at_scan`` maps a
-    table to a predicate (a template over parameters and table names) that is also applied in
-    a derived table right over that table's scan: Spark's analyzed plan keeps a WHERE clause as
-    one Filter above all joins, so this is what puts a changed predicate *low* in the tree.
-    The predicate only keeps rows the query keeps anyway, so results are those of the original
-    query with the changed parameters. ``edit`` replaces one piece of the rendered SQL, for the
-    few queries without a parameter at the needed depth.
+    ``change`` returns new values for some parameters, given the original's. ``at_scan`` maps a
+    table to a predicate (a template over the parameters and table names) that is also applied
+    in a derived table right over every scan of that table: this is what puts a changed
+    predicate *low* in the analyzed plan. The predicate keeps every row the query itself keeps,
+    so the variant returns what its changed parameters give in the plain template. ``edit``
+    replaces one piece of the rendered SQL, for queries without a parameter at the needed depth.
     """
 
     note: str
@@ -930,6 +982,11 @@ def _cycle(value: int, lo: int, hi: int, step: int) -> int:
     return lo + (value - lo + step) % (hi - lo + 1)
 
 
+def _shift(options: tuple[str, ...], current: str, step: int) -> str:
+    """The option ``step`` places after ``current``, wrapping around."""
+    return options[(options.index(current) + step) % len(options)]
+
+
 def _next(options: tuple[str, ...], current: str, *, avoid: tuple[str, ...] = ()) -> str:
     """The first option after ``current`` (wrapping around) that is not in ``avoid``."""
     start = options.index(current)
@@ -940,15 +997,11 @@ def _next(options: tuple[str, ...], current: str, *, avoid: tuple[str, ...] = ()
     raise WorkloadError(f"no option besides {current!r} and {avoid} in {options}")
 
 
-def _shift(options: tuple[str, ...], current: str, step: int) -> str:
-    """The option ``step`` places after ``current``, wrapping around."""
-    return options[(options.index(current) + step) % len(options)]
-
-
 def _shift_months(date: str, months: int, first: tuple[int, int], last: tuple[int, int]) -> str:
     """``date`` moved ``months`` months within the months first..last (year, month), wrapping."""
     year, month, day = (int(part) for part in date.split("-"))
-    moved = _cycle(year * 12 + month - 1, first[0] * 12 + first[1] - 1, last[0] * 12 + last[1] - 1, months)
+    lo, hi = first[0] * 12 + first[1] - 1, last[0] * 12 + last[1] - 1
+    moved = _cycle(year * 12 + month - 1, lo, hi, months)
     return f"{moved // 12:04d}-{moved % 12 + 1:02d}-{day:02d}"
 
 
@@ -956,13 +1009,22 @@ def _shift_years(date: str, years: int) -> str:
     return _shift_months(date, 12 * years, (1993, 1), (1997, 12))
 
 
+def _march_1995_day(date: str, days: int) -> str:
+    return f"1995-03-{_cycle(int(date[-2:]), 1, 31, days):02d}"
+
+
 def _next_brand(brand: str) -> str:
     return f"{brand[:-1]}{_cycle(int(brand[-1]), 1, 5, 1)}"
 
 
 def _next_type(part_type: str) -> str:
-    *head, last = part_type.split(" ")
-    return " ".join([*head, _next(TYPE_SYLLABLES[2], last)])
+    *head, material = part_type.split(" ")
+    return " ".join([*head, _next(TYPE_SYLLABLES[2], material)])
+
+
+def _next_container(container: str) -> str:
+    size, kind = container.split(" ")
+    return f"{size} {_next(CONTAINER_SYLLABLES[1], kind)}"
 
 
 def _q8_other_nation(params: dict) -> dict:
@@ -981,15 +1043,30 @@ def _shifted_codes(params: dict) -> dict:
     return {k: str(v) for k, v in _shifted_numbered(params, "i", 10, 34, 1).items()}
 
 
+# Predicates pushed to the scans; a semi-join form carries a dimension's restriction to a fact.
 _Q2_PART = "p_size = {size} and p_type like '%{type}'"
-_IN_NATION_PAIR = "n_name in ('{nation1}', '{nation2}')"
-_NATION_PAIR_KEYS = "select n_nationkey from {nation} where n_name in ('{nation1}', '{nation2}')"
+_Q4_ORDERS = "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '3' month"
+_NATION_PAIR = "n_name in ('{nation1}', '{nation2}')"
+_NATION_PAIR_KEYS = "select n_nationkey from {nation} where " + _NATION_PAIR
 _NATION_KEY = "select n_nationkey from {nation} where n_name = '{nation_name}'"
 _COLOR_PARTS = "select p_partkey from {part} where p_name like '%{color}%'"
 _REGION_NATIONS = (
     "select n_nationkey from {nation}, {region} "
     "where n_regionkey = r_regionkey and r_name = '{region_name}'"
 )
+_Q16_PART = (
+    "p_brand <> '{brand}' and p_type not like '{type}%' and p_size in "
+    "({size1}, {size2}, {size3}, {size4}, {size5}, {size6}, {size7}, {size8})"
+)
+_Q18_BIG_ORDERS = (
+    "o_orderkey in (select l_orderkey from {lineitem} "
+    "group by l_orderkey having sum(l_quantity) > {quantity})"
+)
+
+
+def _year_window(column: str, length: str = "1' year") -> str:
+    return f"{column} >= date '{{date}}' and {column} < date '{{date}}' + interval '{length}"
+
 
 #: Per query, the v60 variant (a change high in the plan) and the v30 variant (a change low).
 VARIANT_RULES: dict[int, dict[str, Variant]] = {
@@ -1011,11 +1088,14 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             {"region": "r_name = '{region_name}'"},
         ),
         "v30": Variant(
-            "SIZE and TYPE changed and applied at the part (the first join) and partsupp scans",
-            lambda p: {"size": _cycle(p["size"], 1, 50, 25), "type": _next(TYPE_SYLLABLES[2], p["type"])},
+            "SIZE and TYPE changed and applied at the part (first join) and partsupp scans",
+            lambda p: {
+                "size": _cycle(p["size"], 1, 50, 25),
+                "type": _next(TYPE_SYLLABLES[2], p["type"]),
+            },
             {
                 "part": _Q2_PART,
-                "partsupp": "ps_partkey in (select p_partkey from {part} where " + _Q2_PART + ")",
+                "partsupp": f"ps_partkey in (select p_partkey from {{part}} where {_Q2_PART})",
             },
         ),
     },
@@ -1026,7 +1106,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         ),
         "v30": Variant(
             "DATE changed and applied at the orders and lineitem scans",
-            lambda p: {"date": f"1995-03-{_cycle(int(p['date'][-2:]), 1, 31, 10):02d}"},
+            lambda p: {"date": _march_1995_day(p["date"], 10)},
             {"orders": "o_orderdate < date '{date}'", "lineitem": "l_shipdate > date '{date}'"},
         ),
     },
@@ -1038,7 +1118,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the orders scan",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 1), (1997, 10))},
-            {"orders": "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '3' month"},
+            {"orders": _year_window("o_orderdate", "3' month")},
         ),
     },
     5: {
@@ -1049,12 +1129,15 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         ),
         "v30": Variant(
             "DATE and REGION changed, the date applied at the orders scan, the region at the "
-            "customer, supplier and region scans",
-            lambda p: {"date": _shift_years(p["date"], 2), "region_name": _shift(REGIONS, p["region_name"], 2)},
+            "customer (first join), supplier and region scans",
+            lambda p: {
+                "date": _shift_years(p["date"], 2),
+                "region_name": _shift(REGIONS, p["region_name"], 2),
+            },
             {
-                "customer": "c_nationkey in (" + _REGION_NATIONS + ")",
-                "orders": "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '1' year",
-                "supplier": "s_nationkey in (" + _REGION_NATIONS + ")",
+                "customer": f"c_nationkey in ({_REGION_NATIONS})",
+                "orders": _year_window("o_orderdate"),
+                "supplier": f"s_nationkey in ({_REGION_NATIONS})",
                 "region": "r_name = '{region_name}'",
             },
         ),
@@ -1067,22 +1150,23 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the lineitem scan",
             lambda p: {"date": _shift_years(p["date"], 2)},
-            {"lineitem": "l_shipdate >= date '{date}' and l_shipdate < date '{date}' + interval '1' year"},
+            {"lineitem": _year_window("l_shipdate")},
         ),
     },
     7: {
         "v60": Variant(
             "NATION2 changed and the nation pair applied at the nation scans (the last joins)",
             lambda p: {"nation2": _next(NATIONS, p["nation2"], avoid=(p["nation1"],))},
-            {"nation": _IN_NATION_PAIR},
+            {"nation": _NATION_PAIR},
         ),
         "v30": Variant(
-            "both nations changed and applied at the supplier, customer and nation scans",
+            "both nations changed and applied at the supplier (first join), customer and "
+            "nation scans",
             lambda p: {k: _shift(NATIONS, p[k], 3) for k in ("nation1", "nation2")},
             {
-                "supplier": "s_nationkey in (" + _NATION_PAIR_KEYS + ")",
-                "customer": "c_nationkey in (" + _NATION_PAIR_KEYS + ")",
-                "nation": _IN_NATION_PAIR,
+                "supplier": f"s_nationkey in ({_NATION_PAIR_KEYS})",
+                "customer": f"c_nationkey in ({_NATION_PAIR_KEYS})",
+                "nation": _NATION_PAIR,
             },
         ),
     },
@@ -1093,13 +1177,13 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             {"region": "r_name = '{region_name}'"},
         ),
         "v30": Variant(
-            "TYPE changed and applied at the part (the first join) and lineitem scans, "
-            "the region at the customer scan",
+            "TYPE changed and applied at the part (first join) and lineitem scans; the region "
+            "applied at the customer scan",
             lambda p: {"type": _next_type(p["type"])},
             {
                 "part": "p_type = '{type}'",
                 "lineitem": "l_partkey in (select p_partkey from {part} where p_type = '{type}')",
-                "customer": "c_nationkey in (" + _REGION_NATIONS + ")",
+                "customer": f"c_nationkey in ({_REGION_NATIONS})",
             },
         ),
     },
@@ -1109,12 +1193,12 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             lambda p: {"color": _next(COLORS, p["color"])},
         ),
         "v30": Variant(
-            "COLOR changed and applied at the part, partsupp and lineitem scans",
+            "COLOR changed and applied at the part (first join), partsupp and lineitem scans",
             lambda p: {"color": _shift(COLORS, p["color"], 2)},
             {
                 "part": "p_name like '%{color}%'",
-                "partsupp": "ps_partkey in (" + _COLOR_PARTS + ")",
-                "lineitem": "l_partkey in (" + _COLOR_PARTS + ")",
+                "partsupp": f"ps_partkey in ({_COLOR_PARTS})",
+                "lineitem": f"l_partkey in ({_COLOR_PARTS})",
             },
         ),
     },
@@ -1124,23 +1208,20 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             lambda p: {"date": _shift_months(p["date"], 3, (1993, 2), (1995, 1))},
         ),
         "v30": Variant(
-            "DATE changed and applied at the orders scan, the return flag at lineitem",
+            "DATE changed and applied at the orders scan, the return flag at the lineitem scan",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 2), (1995, 1))},
-            {
-                "orders": "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '3' month",
-                "lineitem": "l_returnflag = 'R'",
-            },
+            {"orders": _year_window("o_orderdate", "3' month"), "lineitem": "l_returnflag = 'R'"},
         ),
     },
     11: {
         "v60": Variant(
-            "NATION changed: the Filter above the joins differs",
+            "NATION changed: the Filter above the joins and the HAVING differ",
             lambda p: {"nation_name": _next(NATIONS, p["nation_name"])},
         ),
         "v30": Variant(
             "NATION changed and applied at the supplier and nation scans",
             lambda p: {"nation_name": _shift(NATIONS, p["nation_name"], 2)},
-            {"supplier": "s_nationkey in (" + _NATION_KEY + ")", "nation": "n_name = '{nation_name}'"},
+            {"supplier": f"s_nationkey in ({_NATION_KEY})", "nation": "n_name = '{nation_name}'"},
         ),
     },
     12: {
@@ -1151,7 +1232,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the lineitem scan",
             lambda p: {"date": _shift_years(p["date"], 2)},
-            {"lineitem": "l_receiptdate >= date '{date}' and l_receiptdate < date '{date}' + interval '1' year"},
+            {"lineitem": _year_window("l_receiptdate")},
         ),
     },
     13: {
@@ -1171,9 +1252,9 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             lambda p: {"date": _shift_months(p["date"], 1, (1993, 1), (1997, 12))},
         ),
         "v30": Variant(
-            "DATE changed and applied at the lineitem scan",
+            "DATE changed and applied at the lineitem scan (the first join)",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 1), (1997, 12))},
-            {"lineitem": "l_shipdate >= date '{date}' and l_shipdate < date '{date}' + interval '1' month"},
+            {"lineitem": _year_window("l_shipdate", "1' month")},
         ),
     },
     15: {
@@ -1194,10 +1275,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "BRAND changed and the part predicates applied at the part scan",
             lambda p: {"brand": _next_brand(p["brand"])},
-            {
-                "part": "p_brand <> '{brand}' and p_type not like '{type}%' and p_size in "
-                "({size1}, {size2}, {size3}, {size4}, {size5}, {size6}, {size7}, {size8})"
-            },
+            {"part": _Q16_PART},
         ),
     },
     17: {
@@ -1219,10 +1297,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "QUANTITY changed and the large-order test applied at the orders scan",
             lambda p: {"quantity": p["quantity"] - 6},
-            {
-                "orders": "o_orderkey in (select l_orderkey from {lineitem} "
-                "group by l_orderkey having sum(l_quantity) > {quantity})"
-            },
+            {"orders": _Q18_BIG_ORDERS},
         ),
     },
     19: {
@@ -1257,15 +1332,18 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             lambda p: {"nation_name": _next(NATIONS, p["nation_name"])},
         ),
         "v30": Variant(
-            "NATION changed and applied at the supplier (the first join) and nation scans",
+            "NATION changed and applied at the supplier (first join) and nation scans",
             lambda p: {"nation_name": _shift(NATIONS, p["nation_name"], 2)},
-            {"supplier": "s_nationkey in (" + _NATION_KEY + ")", "nation": "n_name = '{nation_name}'"},
+            {"supplier": f"s_nationkey in ({_NATION_KEY})", "nation": "n_name = '{nation_name}'"},
         ),
     },
     22: {
         "v60": Variant(
             "a HAVING threshold added over the outer Aggregate",
-            edit=("group by\n    cntrycode\n", "group by\n    cntrycode\nhaving\n    count(*) > 1\n"),
+            edit=(
+                "group by\n    cntrycode\n",
+                "group by\n    cntrycode\nhaving\n    count(*) > 1\n",
+            ),
         ),
         "v30": Variant(
             "country codes changed: the Filter over the customer scan and all above it differ",
@@ -1274,27 +1352,17 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
     },
 }
 
-
-def _next_container(container: str) -> str:
-    size, kind = container.split(" ")
-    return f"{size} {_next(CONTAINER_SYLLABLES[1], kind)}"
-
-
 # --- statements -------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
 class Statement:
-    """One rendered TPC-H statement: query ``qid`` in ``variant`` ("orig", "v60" or "v30")."""
+    """One rendered TPC-H statement: query ``qid`` as ``variant`` ("orig", "v60" or "v30")."""
 
     qid: int
     variant: str
     params: dict
     sql: str
-
-
-def _table_names(tables: Mapping[str, str] | None) -> dict[str, str]:
-    return {table: table for table in TABLES} | dict(tables or {})
 
 
 def _scan_tables(rule: Variant, params: dict, tables: Mapping[str, str] | None) -> dict[str, str]:
@@ -1316,15 +1384,21 @@ def _apply_edit(sql: str, edit: tuple[str, str] | None) -> str:
     return sql.replace(old, new)
 
 
-def variant_statement(qid: int, variant: str, params: dict, tables: Mapping[str, str] | None = None) -> Statement:
-    """The ``variant`` of query ``qid`` whose original has ``params``."""
-    if variant == "orig":
-        return Statement(qid, variant, dict(params), render(qid, params, tables))
+def variant_statement(
+    qid: int, variant: str, params: Mapping[str, object], tables: Mapping[str, str] | None = None
+) -> Statement:
+    """The ``variant`` of query ``qid`` whose original has ``params``.
+
+    >>> variant_statement(1, "v60", {"delta": 90}).params
+    {'delta': 120}
+    """
+    _check_qid(qid)
     if variant not in VARIANTS:
         raise WorkloadError(f"unknown variant {variant!r}; use one of {VARIANTS}")
-    _check_qid(qid)
+    if variant == "orig":
+        return Statement(qid, variant, dict(params), render(qid, params, tables))
     rule = VARIANT_RULES[qid][variant]
-    changed = {**params, **rule.change(params)}
+    changed = {**params, **rule.change(dict(params))}
     sql = render(qid, changed, _scan_tables(rule, changed, tables))
     return Statement(qid, variant, changed, _apply_edit(sql, rule.edit))
 
@@ -1338,14 +1412,19 @@ def statement(
 ) -> Statement:
     """Query ``qid`` as ``variant``: validation parameters if ``seed`` is None, else qgen's draw.
 
+    The same arguments always give the same SQL text.
+
     >>> statement(6, seed=7).sql == statement(6, seed=7).sql
     True
     """
     _check_qid(qid)
-    params = validation_params(qid, sf) if seed is None else random_params(qid, random.Random(seed), sf)
+    if seed is None:
+        params = validation_params(qid, sf)
+    else:
+        params = random_params(qid, random.Random(seed), sf)
     return variant_statement(qid, variant, params, tables)
 
 
 def all_statements(seed: int | None = None, sf: float = 1.0) -> list[Statement]:
-    """The 66 statements of Random-QS-v: for Q1..Q22 in order, the original, v60 and v30."""
+    """The 66 statements of Random-QS-v: Q1..Q22 in order, each as orig, v60 and v30."""
     return [statement(qid, variant, seed, sf) for qid in QUERY_IDS for variant in VARIANTS]
