@@ -20,8 +20,8 @@ predicate is moved low by also applying it in a derived table right over the sca
 it constrains (see :class:`Variant`). ``VARIANT_RULES`` notes per query what changes.
 
 Share of the variant's analyzed operators that also occur in the original's
-(``criss.bridge.plan_overlap(orig, variant, "analyzed")``, validation parameters; the same for
-seeds 1 and 2). N is the number of operators of the original:
+(``criss.bridge.plan_overlap(orig, variant, "analyzed")``, validation parameters; identical for
+seeds 1, 2 and 3). N is the number of operators of the original:
 
     ====  ===  =====  =====        ====  ===  =====  =====
     Q     N    v60    v30          Q     N    v60    v30
@@ -39,9 +39,13 @@ seeds 1 and 2). N is the number of operators of the original:
     11    15   0.73   0.43         22    8    0.78   0.38
     ====  ===  =====  =====        ====  ===  =====  =====
 
-Mean v60 0.69, mean v30 0.44. The v30 floor of a k-table join is about 3k/N: the shared scans
-keep Q5, Q8 near 0.5. Q15 tops out at 0.53 even against itself, because the CTE's
-CTERelationDef/CTERelationRef carry a per-JVM id that the semantic hash keeps.
+Means: v60 0.69, v30 0.45; v60 - v30 is 0.12 (Q13) to 0.40 (Q22). Because all scans stay
+shared, a k-table join's v30 cannot go much below 3k/N, which keeps Q5 and Q8 near 0.5. Q15
+scores only 0.53 even against itself: the CTE's CTERelationDef/CTERelationRef carry a per-JVM
+id that the semantic hash keeps.
+
+Where a table is unaliased in the spec, a derived table from ``tables`` renders unaliased too;
+Spark accepts that (it names it ``__auto_generated_subquery_name``).
 """
 
 from __future__ import annotations
@@ -103,6 +107,7 @@ Q13_WORDS = (
 
 # --- the templates ----------------------------------------------------------------------------
 
+#: Query id -> Spark SQL with ``{table}`` and ``{parameter}`` placeholders (str.format).
 TEMPLATES: dict[int, str] = {
     1: """
 select
@@ -774,6 +779,12 @@ order by
 
 # --- parameters -------------------------------------------------------------------------------
 
+
+def _numbered(name: str, values: list) -> dict:
+    """``{name1: values[0], name2: values[1], ...}``: the spec's numbered parameters."""
+    return {f"{name}{i}": v for i, v in enumerate(values, start=1)}
+
+
 #: The validation parameters of clause 2.4.x ("Validation"); Q11's fraction depends on the SF.
 VALIDATION: dict[int, dict] = {
     1: {"delta": 90},
@@ -794,7 +805,7 @@ VALIDATION: dict[int, dict] = {
     16: {
         "brand": "Brand#45",
         "type": "MEDIUM POLISHED",
-        **{f"size{i}": s for i, s in enumerate((49, 14, 23, 45, 19, 3, 36, 9), start=1)},
+        **_numbered("size", [49, 14, 23, 45, 19, 3, 36, 9]),
     },
     17: {"brand": "Brand#23", "container": "MED BOX"},
     18: {"quantity": 300},
@@ -808,7 +819,7 @@ VALIDATION: dict[int, dict] = {
     },
     20: {"color": "forest", "date": "1994-01-01", "nation_name": "CANADA"},
     21: {"nation_name": "SAUDI ARABIA"},
-    22: {f"i{i}": str(c) for i, c in enumerate((13, 31, 23, 29, 30, 18, 17), start=1)},
+    22: _numbered("i", ["13", "31", "23", "29", "30", "18", "17"]),
 }
 
 
@@ -835,10 +846,6 @@ def _part_type(rng: random.Random, syllables: int = 3) -> str:
 def _q8(rng: random.Random) -> dict:
     nation = rng.choice(NATIONS)
     return {"nation_name": nation, "region_name": NATION_REGION[nation], "type": _part_type(rng)}
-
-
-def _numbered(name: str, values: list) -> dict:
-    return {f"{name}{i}": v for i, v in enumerate(values, start=1)}
 
 
 #: qgen's substitution rules of clause 2.4.x ("Substitution Parameters"), one draw per query.
@@ -1045,7 +1052,6 @@ def _shifted_codes(params: dict) -> dict:
 
 # Predicates pushed to the scans; a semi-join form carries a dimension's restriction to a fact.
 _Q2_PART = "p_size = {size} and p_type like '%{type}'"
-_Q4_ORDERS = "o_orderdate >= date '{date}' and o_orderdate < date '{date}' + interval '3' month"
 _NATION_PAIR = "n_name in ('{nation1}', '{nation2}')"
 _NATION_PAIR_KEYS = "select n_nationkey from {nation} where " + _NATION_PAIR
 _NATION_KEY = "select n_nationkey from {nation} where n_name = '{nation_name}'"
@@ -1064,8 +1070,11 @@ _Q18_BIG_ORDERS = (
 )
 
 
-def _year_window(column: str, length: str = "1' year") -> str:
-    return f"{column} >= date '{{date}}' and {column} < date '{{date}}' + interval '{length}"
+def _date_window(column: str, length: int = 1, unit: str = "year") -> str:
+    """The spec's ``column >= DATE and column < DATE + length unit``, DATE left a placeholder."""
+    return (
+        f"{column} >= date '{{date}}' and {column} < date '{{date}}' + interval '{length}' {unit}"
+    )
 
 
 #: Per query, the v60 variant (a change high in the plan) and the v30 variant (a change low).
@@ -1118,7 +1127,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the orders scan",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 1), (1997, 10))},
-            {"orders": _year_window("o_orderdate", "3' month")},
+            {"orders": _date_window("o_orderdate", 3, "month")},
         ),
     },
     5: {
@@ -1136,7 +1145,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
             },
             {
                 "customer": f"c_nationkey in ({_REGION_NATIONS})",
-                "orders": _year_window("o_orderdate"),
+                "orders": _date_window("o_orderdate"),
                 "supplier": f"s_nationkey in ({_REGION_NATIONS})",
                 "region": "r_name = '{region_name}'",
             },
@@ -1150,7 +1159,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the lineitem scan",
             lambda p: {"date": _shift_years(p["date"], 2)},
-            {"lineitem": _year_window("l_shipdate")},
+            {"lineitem": _date_window("l_shipdate")},
         ),
     },
     7: {
@@ -1210,7 +1219,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the orders scan, the return flag at the lineitem scan",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 2), (1995, 1))},
-            {"orders": _year_window("o_orderdate", "3' month"), "lineitem": "l_returnflag = 'R'"},
+            {"orders": _date_window("o_orderdate", 3, "month"), "lineitem": "l_returnflag = 'R'"},
         ),
     },
     11: {
@@ -1232,7 +1241,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the lineitem scan",
             lambda p: {"date": _shift_years(p["date"], 2)},
-            {"lineitem": _year_window("l_receiptdate")},
+            {"lineitem": _date_window("l_receiptdate")},
         ),
     },
     13: {
@@ -1254,7 +1263,7 @@ VARIANT_RULES: dict[int, dict[str, Variant]] = {
         "v30": Variant(
             "DATE changed and applied at the lineitem scan (the first join)",
             lambda p: {"date": _shift_months(p["date"], 6, (1993, 1), (1997, 12))},
-            {"lineitem": _year_window("l_shipdate", "1' month")},
+            {"lineitem": _date_window("l_shipdate", 1, "month")},
         ),
     },
     15: {
