@@ -26,8 +26,14 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 __all__ = [
-    "BridgeError", "CatalogError", "ConfigError", "CrissError", "EnvironmentProblem",
-    "StorageError", "WorkloadError", "session",
+    "BridgeError",
+    "CatalogError",
+    "ConfigError",
+    "CrissError",
+    "EnvironmentProblem",
+    "StorageError",
+    "WorkloadError",
+    "session",
 ]
 
 

@@ -1,19 +1,222 @@
 """The one place where Criss talks to Spark's JVM (Catalyst) through py4j.
 
 Everything else in Criss works on plain Python values handed out from here.
-Spark-version differences are absorbed in this module only.
+Spark-version differences are absorbed in this module only. Each py4j call costs
+about 0.1 ms, so the bridge asks for whole strings (JSON, ``mkString``) rather than
+walking JVM objects call by call.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import re
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
+from qtree.plan import PlanNode, tree_from_catalyst_json
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
 
 PHASES = ("analyzed", "optimized")
+#: Hadoop's FileStatus.toString:
+#: "...{path=P; isDirectory=false; length=N; ... modification_time=T; ...}"
+_FILE_STATUS = re.compile(
+    r"\{path=(.*?); isDirectory=false; length=(\d+);.*?modification_time=(\d+);"
+)
+
+
+class CatalystBridge:
+    """py4j access to one SparkSession's Catalyst, with JVM classes resolved once."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        self.spark = spark
+        jvm = spark._jvm
+        self.jvm = jvm
+        self._utils = jvm.org.apache.spark.api.python.PythonUtils
+        self._alias = jvm.org.apache.spark.sql.catalyst.expressions.Alias
+        self._project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project
+        self._dataset = jvm.org.apache.spark.sql.classic.Dataset
+        self._none = jvm.scala.Option.empty()
+        self._empty = self.seq([])
+        self._read_plans: dict[tuple[str, float], Any] = {}
+
+    def seq(self, items: list[Any]) -> Any:
+        """A Scala Seq from a Python list."""
+        return self._utils.toSeq(items)
+
+    # --- capture --------------------------------------------------------------------------------
+
+    def capture(self, df: DataFrame) -> CapturedPlan:
+        return CapturedPlan(self, df)
+
+    # --- rewrite --------------------------------------------------------------------------------
+
+    def cached_read_plan(
+        self, original: Any, key: str, created: float, files: list[str], schema_json: str
+    ) -> Any:
+        """A plan reading cached files that outputs ``original``'s attributes (same exprIds).
+
+        Files hold positional columns ``c0..cN``; a Project of Aliases restores each
+        original attribute's name and exprId so every ancestor still resolves.
+        """
+        read_plan = self._read_plan(key, created, files, schema_json)
+        new_attrs, old_attrs = read_plan.output(), original.output()
+        n = old_attrs.size()
+        if new_attrs.size() != n:
+            raise BridgeError(
+                f"cached entry {key} has {new_attrs.size()} columns, the operator outputs {n}"
+            )
+        aliases = []
+        for i in range(n):
+            old = old_attrs.apply(i)
+            aliases.append(
+                self._alias(
+                    new_attrs.apply(i),
+                    old.name(),
+                    old.exprId(),
+                    old.qualifier(),
+                    self._none,
+                    self._empty,
+                )
+            )
+        return self._project(self.seq(aliases), read_plan)
+
+    def _read_plan(self, key: str, created: float, files: list[str], schema_json: str) -> Any:
+        cached = self._read_plans.get((key, created))
+        if cached is None:
+            from pyspark.sql.types import StructType
+
+            schema = StructType.fromJson(json.loads(schema_json))
+            reader = (
+                self.spark.read.schema(schema).parquet(*files)
+                if files
+                else self.spark.createDataFrame([], schema)
+            )
+            cached = reader._jdf.queryExecution().analyzed()
+            self._read_plans[(key, created)] = cached
+        return cached
+
+    def forget_reads(self) -> None:
+        self._read_plans.clear()
+
+    def substitute(
+        self,
+        captured: CapturedPlan,
+        replacements: dict[tuple[int, ...], Any],
+        at: tuple[int, ...] = (),
+    ) -> Any:
+        """The plan under ``at`` with every subtree at a path in ``replacements`` swapped."""
+        if at in replacements:
+            return replacements[at]
+        node = captured.node_at(at)
+        if not any(len(p) > len(at) and p[: len(at)] == at for p in replacements):
+            return node
+        kids = [
+            self.substitute(captured, replacements, at + (i,))
+            for i in range(node.children().size())
+        ]
+        return node.withNewChildren(self.seq(kids))
+
+    def dataframe_of(self, plan: Any) -> DataFrame:
+        """Wrap a JVM logical plan as a PySpark DataFrame (Spark re-analyzes and re-optimizes)."""
+        from pyspark.sql import DataFrame
+
+        return DataFrame(self._dataset.ofRows(self.spark._jsparkSession, plan), self.spark)
+
+
+class CapturedPlan:
+    """An optimized logical plan held in the JVM, plus its plain-Python twin for ``qtree``."""
+
+    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+        self.bridge = bridge
+        try:
+            self.root = df._jdf.queryExecution().optimizedPlan()
+            raw = json.loads(self.root.canonicalized().toJSON())
+            tree = tree_from_catalyst_json(raw)
+            self.tree = self._annotate(tree)
+        except BridgeError:
+            raise
+        except Exception as exc:  # py4j errors carry the JVM exception text
+            raise BridgeError(f"cannot capture the optimized plan: {exc}") from exc
+
+    def _annotate(self, tree: PlanNode) -> PlanNode:
+        """Add what canonical JSON lacks: determinism and the identity of file relations."""
+        leaves = self.root.collectLeaves()
+        jleaves = [leaves.apply(i) for i in range(leaves.size())]
+        identities = {
+            leaf.path: file_relation_identity(jleaf)
+            for leaf, jleaf in zip(tree.leaves(), jleaves, strict=False)
+            if leaf.op == "LogicalRelation"
+        }
+        if len(jleaves) != sum(1 for _ in tree.leaves()):
+            raise BridgeError("plan JSON and JVM plan disagree on their leaves")
+        # QueryPlan.deterministic covers the children too: one call settles a deterministic plan.
+        nondeterministic = set() if self.root.deterministic() else self._nondeterministic_paths()
+
+        def visit(node: PlanNode) -> PlanNode:
+            children = tuple(visit(c) for c in node.children)
+            return node.with_(
+                children=children,
+                deterministic=node.path not in nondeterministic,
+                relation=identities.get(node.path),
+            )
+
+        return visit(tree)
+
+    def _nondeterministic_paths(self) -> set[tuple[int, ...]]:
+        found: set[tuple[int, ...]] = set()
+        stack = [((), self.root)]
+        while stack:
+            path, node = stack.pop()
+            if not node.deterministic():
+                found.add(path)
+                kids = node.children()
+                stack.extend((path + (i,), kids.apply(i)) for i in range(kids.size()))
+        return found
+
+    def node_at(self, path: tuple[int, ...]) -> Any:
+        node = self.root
+        for index in path:
+            node = node.children().apply(index)
+        return node
+
+    def label_at(self, path: tuple[int, ...], width: int = 120) -> str:
+        return str(self.node_at(path).simpleString(width))
+
+
+def file_relation_identity(jnode: Any) -> dict[str, Any] | None:
+    """Format, options and a fresh (path, size, mtime) listing of a file-based relation."""
+    relation = jnode.relation()
+    if relation.getClass().getSimpleName() != "HadoopFsRelation":
+        return None
+    location = relation.location()
+    location.refresh()  # a temp view keeps a stale listing after files change
+    statuses = location.allFiles()
+    files = sorted((p, int(n), int(t)) for p, n, t in _FILE_STATUS.findall(statuses.mkString("\n")))
+    if len(files) != statuses.size():  # an unexpected FileStatus format: ask file by file
+        files = sorted(
+            (str(s.getPath().toString()), int(s.getLen()), int(s.getModificationTime()))
+            for s in (statuses.apply(i) for i in range(statuses.size()))
+        )
+    root_paths = sorted(str(location.rootPaths().mkString("\n")).split("\n"))
+    fmt = str(relation.fileFormat().toString())
+    options = str(relation.options().toString())
+    key = hashlib.sha256(json.dumps([fmt, root_paths]).encode()).hexdigest()[:24]
+    version = hashlib.sha256(json.dumps([options, files]).encode()).hexdigest()[:24]
+    return {
+        "format": fmt,
+        "options": options,
+        "roots": root_paths,
+        "files": files,
+        "key": key,
+        "version": version,
+        "bytes": sum(size for _, size, _ in files),
+    }
+
+
+# --- plan inspection used by experiments ------------------------------------------------------
 
 
 def _plan(df: DataFrame, phase: str) -> Any:
@@ -45,133 +248,3 @@ def plan_overlap(original: DataFrame, variant: DataFrame, phase: str = "analyzed
     seen = set(subtree_semantic_hashes(original, phase))
     mine = subtree_semantic_hashes(variant, phase)
     return sum(h in seen for h in mine) / len(mine)
-
-
-# --- capture ------------------------------------------------------------------------------------
-
-def _seq(jvm: Any, items: list[Any]) -> Any:
-    return jvm.org.apache.spark.api.python.PythonUtils.toSeq(items)
-
-
-def _children(node: Any) -> list[Any]:
-    kids = node.children()
-    return [kids.apply(i) for i in range(kids.size())]
-
-
-class CapturedPlan:
-    """An optimized logical plan held in the JVM, plus its plain-Python twin for ``qtree``."""
-
-    def __init__(self, spark: Any, df: DataFrame) -> None:
-        import json
-
-        from qtree.plan import tree_from_catalyst_json
-
-        self.spark = spark
-        self.jvm = spark._jvm
-        try:
-            self.root = df._jdf.queryExecution().optimizedPlan()
-            raw = json.loads(self.root.canonicalized().toJSON())
-        except Exception as exc:  # py4j errors carry the JVM exception text
-            raise BridgeError(f"cannot capture the optimized plan: {exc}") from exc
-        tree = tree_from_catalyst_json(raw)
-        self.tree = self._annotate(tree, self.root)
-
-    def _annotate(self, node: Any, jnode: Any) -> Any:
-        """Add what canonical JSON lacks: determinism and the identity of file relations."""
-        jkids = _children(jnode)
-        if len(jkids) != len(node.children):
-            raise BridgeError(f"plan JSON and JVM plan disagree at {node.op} {node.path}")
-        children = tuple(self._annotate(c, j) for c, j in zip(node.children, jkids))
-        relation = file_relation_identity(jnode) if node.op == "LogicalRelation" else None
-        label = str(jnode.simpleString(120))
-        return node.with_(children=children, deterministic=bool(jnode.deterministic()),
-                          relation=relation, extra={"label": label})
-
-    def node_at(self, path: tuple[int, ...]) -> Any:
-        node = self.root
-        for index in path:
-            node = node.children().apply(index)
-        return node
-
-    def schema_json_at(self, path: tuple[int, ...]) -> str:
-        return str(self.node_at(path).schema().json())
-
-    def describe_at(self, path: tuple[int, ...]) -> str:
-        return str(self.node_at(path).simpleString(200))
-
-
-def file_relation_identity(jnode: Any) -> dict[str, Any] | None:
-    """Format, options and a fresh (path, size, mtime) listing of a file-based relation."""
-    import hashlib
-    import json
-
-    relation = jnode.relation()
-    if relation.getClass().getSimpleName() != "HadoopFsRelation":
-        return None
-    location = relation.location()
-    location.refresh()  # a temp view keeps a stale listing after files change
-    statuses = location.allFiles()
-    files = sorted(
-        (str(s.getPath().toString()), int(s.getLen()), int(s.getModificationTime()))
-        for s in (statuses.apply(i) for i in range(statuses.size()))
-    )
-    roots = location.rootPaths()
-    root_paths = sorted(str(roots.apply(i).toString()) for i in range(roots.size()))
-    fmt = str(relation.fileFormat().toString())
-    options = str(relation.options().toString())
-    key = hashlib.sha256(json.dumps([fmt, root_paths]).encode()).hexdigest()[:24]
-    version = hashlib.sha256(json.dumps([options, files]).encode()).hexdigest()[:24]
-    return {"format": fmt, "options": options, "roots": root_paths, "files": files,
-            "key": key, "version": version}
-
-
-# --- rewrite ------------------------------------------------------------------------------------
-
-def cached_read_plan(spark: Any, original: Any, files: list[str], schema_json: str) -> Any:
-    """A plan reading cached files that outputs exactly ``original``'s attributes (same exprIds).
-
-    Files hold positional columns ``c0..cN``; a Project of Aliases restores each
-    original attribute's name and exprId so every ancestor still resolves.
-    """
-    from pyspark.sql.types import StructType
-
-    jvm = spark._jvm
-    schema = StructType.fromJson(__import__("json").loads(schema_json))
-    if files:
-        reader = spark.read.schema(schema).parquet(*files)
-    else:
-        reader = spark.createDataFrame([], schema)
-    read_plan = reader._jdf.queryExecution().analyzed()
-    new_attrs = read_plan.output()
-    old_attrs = original.output()
-    if new_attrs.size() != old_attrs.size():
-        raise BridgeError(
-            f"cached entry has {new_attrs.size()} columns, operator outputs {old_attrs.size()}")
-    empty = _seq(jvm, [])
-    none = jvm.scala.Option.empty()
-    aliases = []
-    for i in range(old_attrs.size()):
-        old = old_attrs.apply(i)
-        aliases.append(jvm.org.apache.spark.sql.catalyst.expressions.Alias(
-            new_attrs.apply(i), old.name(), old.exprId(), old.qualifier(), none, empty))
-    return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(_seq(jvm, aliases), read_plan)
-
-
-def substitute(captured: CapturedPlan, replacements: dict[tuple[int, ...], Any],
-               at: tuple[int, ...] = ()) -> Any:
-    """The plan under ``at`` with every subtree at a path in ``replacements`` swapped."""
-    if at in replacements:
-        return replacements[at]
-    node = captured.node_at(at)
-    if not any(p[:len(at)] == at and len(p) > len(at) for p in replacements):
-        return node
-    kids = [substitute(captured, replacements, at + (i,)) for i in range(node.children().size())]
-    return node.withNewChildren(_seq(captured.jvm, kids))
-
-
-def dataframe_of(spark: Any, plan: Any) -> DataFrame:
-    """Wrap a JVM logical plan as a PySpark DataFrame (Spark re-analyzes and re-optimizes)."""
-    from pyspark.sql import DataFrame
-
-    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
-    return DataFrame(jdf, spark)

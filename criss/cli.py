@@ -45,8 +45,12 @@ def main() -> None:
 
 @main.command()
 @click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="Where the Parquet files go [default: ./data/tpch/sf<SF>].")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Where the Parquet files go [default: ./data/tpch/sf<SF>].",
+)
 @_library_errors
 def datagen(sf: float, data_dir: Path | None) -> None:
     """Generate TPC-H Parquet data with tpchgen-cli (reused when already complete)."""
@@ -56,39 +60,97 @@ def datagen(sf: float, data_dir: Path | None) -> None:
 
 
 @main.command()
-@click.option("--stream", type=click.Choice(STREAM_CHOICES), default="zipf", show_default=True,
-              help="Which seeded TPC-H query stream to replay.")
-@click.option("--queries", "n_queries", type=click.IntRange(1), default=100, show_default=True,
-              help="Number of queries in the stream.")
+@click.option(
+    "--stream",
+    type=click.Choice(STREAM_CHOICES),
+    default="zipf",
+    show_default=True,
+    help="Which seeded TPC-H query stream to replay.",
+)
+@click.option(
+    "--queries",
+    "n_queries",
+    type=click.IntRange(1),
+    default=100,
+    show_default=True,
+    help="Number of queries in the stream.",
+)
 @click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
 @click.option("--seed", type=int, default=42, show_default=True, help="Stream seed.")
-@click.option("--mode", type=click.Choice(["spark", "criss", "both"]), default="both",
-              show_default=True, help="Plain Spark, Criss, or both side by side in one run.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Write the results JSON here.")
-@click.option("--home", type=click.Path(path_type=Path), default=None,
-              help="Criss home (catalog and cache) [default: a fresh temporary directory].")
-@click.option("--warm", is_flag=True, help="Keep what --home already caches instead of clearing it.")
-@click.option("--data-dir", type=click.Path(path_type=Path), default=None,
-              help="TPC-H data directory [default: ./data/tpch/sf<SF>].")
-@click.option("--zipf-skew", type=float, default=1.0, show_default=True,
-              help="Zipf exponent for --stream zipf.")
+@click.option(
+    "--mode",
+    type=click.Choice(["spark", "criss", "both"]),
+    default="both",
+    show_default=True,
+    help="Plain Spark, Criss, or both side by side in one run.",
+)
+@click.option(
+    "--out", type=click.Path(path_type=Path), default=None, help="Write the results JSON here."
+)
+@click.option(
+    "--home",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Criss home (catalog and cache) [default: a fresh temporary directory].",
+)
+@click.option(
+    "--warm", is_flag=True, help="Keep what --home already caches instead of clearing it."
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="TPC-H data directory [default: ./data/tpch/sf<SF>].",
+)
+@click.option(
+    "--zipf-skew",
+    type=float,
+    default=1.0,
+    show_default=True,
+    help="Zipf exponent for --stream zipf.",
+)
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
-@click.option("--conf", "conf_pairs", multiple=True, metavar="KEY=VALUE",
-              help="Extra Spark setting (repeatable), e.g. spark.sql.shuffle.partitions=16.")
+@click.option(
+    "--conf",
+    "conf_pairs",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Extra Spark setting (repeatable), e.g. spark.sql.shuffle.partitions=16.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
-def replay(stream: str, n_queries: int, sf: float, seed: int, mode: str, out: Path | None,
-           home: Path | None, warm: bool, data_dir: Path | None, zipf_skew: float,
-           master: str, conf_pairs: tuple[str, ...], quiet: bool) -> None:
+def replay(
+    stream: str,
+    n_queries: int,
+    sf: float,
+    seed: int,
+    mode: str,
+    out: Path | None,
+    home: Path | None,
+    warm: bool,
+    data_dir: Path | None,
+    zipf_skew: float,
+    master: str,
+    conf_pairs: tuple[str, ...],
+    quiet: bool,
+) -> None:
     """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
     from criss.console import ReplayProgress, print_replay_summary
     from criss.sparksession import local_spark
     from experiments.replay import ReplayConfig, run_replay, write_results
 
     modes = ("spark", "criss") if mode == "both" else (mode,)
-    config = ReplayConfig(stream=stream, queries=n_queries, sf=sf, seed=seed, modes=modes,
-                          home=home, warm=warm, data_dir=data_dir, zipf_skew=zipf_skew)
+    config = ReplayConfig(
+        stream=stream,
+        queries=n_queries,
+        sf=sf,
+        seed=seed,
+        modes=modes,
+        home=home,
+        warm=warm,
+        data_dir=data_dir,
+        zipf_skew=zipf_skew,
+    )
     spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
         result = run_replay(spark, config, on_query=progress.update)

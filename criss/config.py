@@ -1,4 +1,7 @@
-"""Options of a Criss session: keyword arguments, else SparkConf ``spark.criss.*``, else defaults."""
+"""Options of a Criss session.
+
+Keyword arguments win, then SparkConf ``spark.criss.*``, then the defaults here.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +12,18 @@ from typing import Any
 
 from criss.errors import ConfigError
 
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20,
-          "g": 1 << 30, "gb": 1 << 30, "t": 1 << 40, "tb": 1 << 40}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1 << 10,
+    "kb": 1 << 10,
+    "m": 1 << 20,
+    "mb": 1 << 20,
+    "g": 1 << 30,
+    "gb": 1 << 30,
+    "t": 1 << 40,
+    "tb": 1 << 40,
+}
 
 
 def parse_bytes(value: Any, option: str = "size") -> int | None:
@@ -19,11 +32,13 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
         return value
     text = str(value).strip().lower()
     digits = text.rstrip("bkmgt")
-    unit = text[len(digits):]
+    unit = text[len(digits) :]
     try:
         return int(float(digits) * _UNITS[unit])
     except (ValueError, KeyError):
-        raise ConfigError(f"{option}={value!r} is not a size; write e.g. 536870912, '512m' or '4g'") from None
+        raise ConfigError(
+            f"{option}={value!r} is not a size; write e.g. 536870912, '512m' or '4g'"
+        ) from None
 
 
 def default_home() -> Path:
@@ -53,6 +68,9 @@ class CrissOptions:
     eager_results: bool = True
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
+    #: Operators estimated to take less (from their input bytes) are not worth a separate
+    #: materialization job until measured otherwise.
+    min_texec: float = 0.2
     #: Disk tier bandwidth in bytes/s; measured once per home when not given.
     disk_bandwidth: float | None = None
     disk_capacity: int | None = None
@@ -90,6 +108,8 @@ class CrissOptions:
             out["min_ref"] = int(out["min_ref"])
             if out["min_ref"] < 1:
                 raise ConfigError(f"min_ref must be >= 1, got {out['min_ref']}")
+        if "min_texec" in out:
+            out["min_texec"] = float(out["min_texec"])
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
         if "disk_bandwidth" in out:
@@ -97,5 +117,7 @@ class CrissOptions:
         if "disk_capacity" in out:
             out["disk_capacity"] = parse_bytes(out["disk_capacity"], "disk_capacity")
         if "allowed_udfs" in out and isinstance(out["allowed_udfs"], str):
-            out["allowed_udfs"] = tuple(x.strip() for x in out["allowed_udfs"].split(",") if x.strip())
+            out["allowed_udfs"] = tuple(
+                x.strip() for x in out["allowed_udfs"].split(",") if x.strip()
+            )
         return cls(**out)

@@ -17,9 +17,14 @@ class ReplayProgress:
         self.seconds = {m: 0.0 for m in modes}
         self.done = {m: 0 for m in modes}
         self._progress = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-            TimeElapsedColumn(), TextColumn("{task.fields[saving]}"),
-            console=Console(stderr=True), disable=not enabled, transient=False,
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.fields[saving]}"),
+            console=Console(stderr=True),
+            disable=not enabled,
+            transient=False,
         )
         self._task = self._progress.add_task("replay", total=total, saving="")
 
@@ -34,9 +39,12 @@ class ReplayProgress:
         self.seconds[mode] += record["seconds"]
         self.done[mode] += 1
         position = min(self.done.values())
-        self._progress.update(self._task, completed=position,
-                              description=f"{record['query']} {record['variant']}",
-                              saving=self._saving_text())
+        self._progress.update(
+            self._task,
+            completed=position,
+            description=f"{record['query']} {record['variant']}",
+            saving=self._saving_text(),
+        )
 
     def _saving_text(self) -> str:
         if len(self.modes) < 2:
@@ -65,8 +73,10 @@ def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> N
             table.add_row(str(rec["position"]), name, *cells, str(rec["rows"]))
         console.print(table)
     for mode, data in modes.items():
-        console.print(f"[bold]{mode}[/bold] total {data['total_seconds']:.2f}s "
-                      f"over {len(data['queries'])} queries")
+        console.print(
+            f"[bold]{mode}[/bold] total {data['total_seconds']:.2f}s "
+            f"over {len(data['queries'])} queries"
+        )
     comparison = result.get("comparison")
     if comparison:
         console.print(

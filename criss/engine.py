@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss import bridge
 from criss.bandwidth import measure_bandwidth
+from criss.bridge import CapturedPlan, CatalystBridge
 from criss.config import CrissOptions
 from criss.errors import CrissError
 from policies import get_policy
@@ -33,9 +33,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("criss")
 
-COUNTERS = ("queries", "operators_seen", "operators_matched", "operators_reused",
-            "operators_cached", "partitions_reused", "partitions_recomputed",
-            "bytes_written", "bytes_read", "fallbacks", "invalidated")
+#: Input bytes per second assumed before any materialization has been measured.
+DEFAULT_SCAN_RATE = 64e6
+
+COUNTERS = (
+    "queries",
+    "operators_seen",
+    "operators_matched",
+    "operators_reused",
+    "operators_cached",
+    "partitions_reused",
+    "partitions_recomputed",
+    "bytes_written",
+    "bytes_read",
+    "fallbacks",
+    "invalidated",
+)
 
 
 @dataclass
@@ -44,7 +57,6 @@ class OperatorDecision:
 
     path: tuple[int, ...]
     op: str
-    label: str
     fingerprint: str
     matched: bool = False
     reused: str | None = None
@@ -62,6 +74,8 @@ class QueryRecord:
     planning_seconds: float = 0.0
     materialize_seconds: float = 0.0
     fallback: str | None = None
+    #: The captured JVM plan, kept while the DataFrame lives so explain can label operators.
+    captured: Any = None
 
 
 class CrissSession:
@@ -74,12 +88,14 @@ class CrissSession:
         self.home.mkdir(parents=True, exist_ok=True)
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.store = EntryStore(self.home / "disk", name="disk")
+        self.bridge = CatalystBridge(spark)
         self.policy = get_policy(options.policy)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
         self._pins: Counter = Counter()
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._last: QueryRecord | None = None
         self.disk_bandwidth = options.disk_bandwidth or self._calibrated_bandwidth()
+        self._scan_rate: float | None = None
         self._rules = tuple(
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
             for r in RULES
@@ -107,8 +123,12 @@ class CrissSession:
         """Counters and tier usage, JSON-serialisable."""
         return {
             "counters": dict(self.counters),
-            "tiers": {self.store.name: {"used_bytes": self.store.used_bytes(),
-                                        "capacity_bytes": self.options.disk_capacity}},
+            "tiers": {
+                self.store.name: {
+                    "used_bytes": self.store.used_bytes(),
+                    "capacity_bytes": self.options.disk_capacity,
+                }
+            },
             "qtree_operators": len(self.qtree),
             "policy": self.policy.name,
             "disk_bandwidth": self.disk_bandwidth,
@@ -119,9 +139,12 @@ class CrissSession:
         record = self._last
         if record is None:
             return {}
-        return {**dict(record.counters), "planning_seconds": round(record.planning_seconds, 4),
-                "materialize_seconds": round(record.materialize_seconds, 4),
-                "fallback": record.fallback}
+        return {
+            **dict(record.counters),
+            "planning_seconds": round(record.planning_seconds, 4),
+            "materialize_seconds": round(record.materialize_seconds, 4),
+            "fallback": record.fallback,
+        }
 
     def clear(self) -> None:
         """Drop every cached result (except those a live DataFrame reads) and the QTree."""
@@ -185,6 +208,24 @@ class CrissSession:
     def _unpin(self, keys: list[str]) -> None:
         self._pins.subtract(keys)
 
+    def estimated_texec(self, node: PlanNode) -> float:
+        """Seconds to compute ``node`` guessed from its input bytes and the learned scan rate."""
+        scanned = sum(leaf.relation.get("bytes", 0) for leaf in node.leaves() if leaf.relation)
+        return scanned / self.scan_rate
+
+    @property
+    def scan_rate(self) -> float:
+        if self._scan_rate is None:
+            self._scan_rate = float(self.qtree.meta("scan_rate", DEFAULT_SCAN_RATE))
+        return self._scan_rate
+
+    def learn_scan_rate(self, node: PlanNode, texec: float) -> None:
+        """Blend in the input bytes per second of a measured materialization."""
+        scanned = sum(leaf.relation.get("bytes", 0) for leaf in node.leaves() if leaf.relation)
+        if scanned and texec > 0:
+            self._scan_rate = 0.7 * self.scan_rate + 0.3 * (scanned / texec)
+            self.qtree.set_meta("scan_rate", self._scan_rate)
+
     def _calibrated_bandwidth(self) -> float:
         key = f"bandwidth:{self.store.root}"
         cached = self.qtree.meta(key)
@@ -206,22 +247,28 @@ class _Planner:
         self.entries: dict[str, Entry] = {}
 
     def run(self) -> DataFrame:
-        captured = bridge.CapturedPlan(self.s.spark, self.df)
+        captured = self.s.bridge.capture(self.df)
+        self.record.captured = captured
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
         self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
         reuse = plan_reuse(tree, self._is_cached)
         for r in reuse:
             entry = self.entries[r.fingerprint]
-            self.replacements[r.path] = bridge.cached_read_plan(
-                self.s.spark, captured.node_at(r.path), entry.file_paths, entry.schema_json)
+            self.replacements[r.path] = self._read(captured, r.path, entry)
         chosen = self._choose(tree, observations, {r.path for r in reuse})
         for node in sorted(chosen, key=lambda n: -len(n.path)):
             self._materialize(captured, node)
         self._explain(tree, observations, {r.path for r in reuse}, {n.path for n in chosen})
         if not self.replacements:
             return self.df
-        return bridge.dataframe_of(self.s.spark, bridge.substitute(captured, self.replacements))
+        bridge = self.s.bridge
+        return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
+
+    def _read(self, captured: CapturedPlan, path: tuple[int, ...], entry: Entry) -> Any:
+        return self.s.bridge.cached_read_plan(
+            captured.node_at(path), entry.key, entry.created, entry.file_paths, entry.schema_json
+        )
 
     def _is_cached(self, fingerprint: str) -> bool:
         entry = self.s.store.get(fingerprint)
@@ -240,8 +287,9 @@ class _Planner:
 
     # --- selection (paper §1.3) ----------------------------------------------------------------
 
-    def _choose(self, tree: PlanNode, obs: dict[str, Observation],
-                reused: set[tuple[int, ...]]) -> list[PlanNode]:
+    def _choose(
+        self, tree: PlanNode, obs: dict[str, Observation], reused: set[tuple[int, ...]]
+    ) -> list[PlanNode]:
         result_path = result_node(tree).path
         by_key: dict[str, PlanNode] = {}
 
@@ -262,30 +310,40 @@ class _Planner:
         stats = obs[node.fingerprint].stats
         if stats.has_stats:
             return measured_score(self._benefit(stats, self.s.disk_bandwidth))
-        if stats.ref >= self.s.options.min_ref or (is_result and self.s.options.eager_results):
+        recurring = stats.ref >= self.s.options.min_ref
+        if (recurring or (is_result and self.s.options.eager_results)) and self._worth_a_job(node):
             return collect_score(stats.ref, node.height)
         return None
 
+    def _worth_a_job(self, node: PlanNode) -> bool:
+        """Without statistics, estimate Texec from the bytes the operator scans."""
+        return self.s.estimated_texec(node) >= self.s.options.min_texec
+
     def _benefit(self, stats, bandwidth: float) -> float:
         recency = max(stats.last_access - self.s.qtree.start_time, 1e-3)
-        return self.s.policy.benefit(ref=stats.ref, texec=stats.texec or 0.0,
-                                     size_bytes=float(stats.size_bytes or 0),
-                                     bandwidth=bandwidth, recency=recency)
+        return self.s.policy.benefit(
+            ref=stats.ref,
+            texec=stats.texec or 0.0,
+            size_bytes=float(stats.size_bytes or 0),
+            bandwidth=bandwidth,
+            recency=recency,
+        )
 
     # --- materialization -----------------------------------------------------------------------
 
-    def _materialize(self, captured: bridge.CapturedPlan, node: PlanNode) -> None:
+    def _materialize(self, captured: CapturedPlan, node: PlanNode) -> None:
         started = time.perf_counter()
-        plan = bridge.substitute(captured, self.replacements, at=node.path)
+        plan = self.s.bridge.substitute(captured, self.replacements, at=node.path)
         try:
-            entry = self._write(bridge.dataframe_of(self.s.spark, plan), node)
+            entry = self._write(self.s.bridge.dataframe_of(plan), node)
         finally:
             self.record.materialize_seconds += time.perf_counter() - started
-        self.s.qtree.record_stats(node.fingerprint, texec=entry.texec, size_bytes=entry.bytes,
-                                  rows=entry.rows)
+        self.s.qtree.record_stats(
+            node.fingerprint, texec=entry.texec, size_bytes=entry.bytes, rows=entry.rows
+        )
+        self.s.learn_scan_rate(node, entry.texec)
         self.entries[node.fingerprint] = entry
-        self.replacements[node.path] = bridge.cached_read_plan(
-            self.s.spark, captured.node_at(node.path), entry.file_paths, entry.schema_json)
+        self.replacements[node.path] = self._read(captured, node.path, entry)
         self.record.counters["operators_cached"] += 1
         self.record.counters["bytes_written"] += entry.bytes
 
@@ -297,19 +355,30 @@ class _Planner:
         started = time.perf_counter()
         positional.write.parquet(str(staged))
         texec = time.perf_counter() - started
-        return self.s.store.commit(node.fingerprint, staged, schema_json=positional.schema.json(),
-                                   rows=count_rows(staged), texec=texec,
-                                   extra={"op": node.op, "label": node.extra.get("label", "")})
+        return self.s.store.commit(
+            node.fingerprint,
+            staged,
+            schema_json=positional.schema.json(),
+            rows=count_rows(staged),
+            texec=texec,
+            extra={"op": node.op},
+        )
 
     # --- explanation ---------------------------------------------------------------------------
 
-    def _explain(self, tree: PlanNode, obs: dict[str, Observation],
-                 reused: set[tuple[int, ...]], cached: set[tuple[int, ...]]) -> None:
+    def _explain(
+        self,
+        tree: PlanNode,
+        obs: dict[str, Observation],
+        reused: set[tuple[int, ...]],
+        cached: set[tuple[int, ...]],
+    ) -> None:
         counters = self.record.counters
         for node in outside(tree, reused):
             o = obs.get(node.fingerprint)
-            d = OperatorDecision(node.path, node.op, node.extra.get("label", node.op),
-                                 node.fingerprint, matched=bool(o and o.matched))
+            d = OperatorDecision(
+                node.path, node.op, node.fingerprint, matched=bool(o and o.matched)
+            )
             counters["operators_seen"] += 1
             counters["operators_matched"] += d.matched
             if node.path in reused:
@@ -324,8 +393,10 @@ class _Planner:
                 d.why_not = self._why_not(node, o)
             if o and o.stats.has_stats:
                 d.benefit = self._benefit(o.stats, self.s.disk_bandwidth)
-                d.stats = (f"ref={o.stats.ref} Texec={o.stats.texec:.3f}s "
-                           f"size={o.stats.size_bytes}B rows={o.stats.rows}")
+                d.stats = (
+                    f"ref={o.stats.ref} Texec={o.stats.texec:.3f}s "
+                    f"size={o.stats.size_bytes}B rows={o.stats.rows}"
+                )
             elif o:
                 d.stats = f"ref={o.stats.ref} (no statistics yet)"
             self.record.operators.append(d)
@@ -342,23 +413,47 @@ class _Planner:
             if benefit <= 0:
                 return f"benefit {benefit:.3g} <= 0 with disk bandwidth"
             return "another operator on its branch has a larger benefit"
+        if self.s.estimated_texec(node) < self.s.options.min_texec:
+            return (
+                f"estimated Texec {self.s.estimated_texec(node):.3f}s < min_texec "
+                f"{self.s.options.min_texec}s: not worth a materialization job"
+            )
         if o.stats.ref < self.s.options.min_ref:
-            return f"seen {o.stats.ref}x; cached to collect statistics from {self.s.options.min_ref}x"
+            return (
+                f"seen {o.stats.ref}x; cached to collect statistics from {self.s.options.min_ref}x"
+            )
         return "another operator on its branch ranks higher"
 
 
+def _label(record: QueryRecord, d: OperatorDecision) -> str:
+    if record.captured is None:
+        return d.op
+    try:
+        return record.captured.label_at(d.path)
+    except Exception:  # the JVM is gone (session stopped): the operator name will do
+        return d.op
+
+
 def format_explain(record: QueryRecord) -> str:
-    lines = [f"Criss plan ({record.counters.get('operators_reused', 0)} reused, "
-             f"{record.counters.get('operators_cached', 0)} cached, "
-             f"planning {record.planning_seconds * 1000:.0f} ms, "
-             f"materializing {record.materialize_seconds:.2f} s)"]
+    lines = [
+        f"Criss plan ({record.counters.get('operators_reused', 0)} reused, "
+        f"{record.counters.get('operators_cached', 0)} cached, "
+        f"planning {record.planning_seconds * 1000:.0f} ms, "
+        f"materializing {record.materialize_seconds:.2f} s)"
+    ]
     if record.fallback:
         lines.append(f"  fell back to plain Spark: {record.fallback}")
     for d in record.operators:
         indent = "  " * (len(d.path) + 1)
-        state = ("REUSED entry " + d.reused[:12] if d.reused else
-                 "CACHED as " + d.cached[:12] if d.cached else
-                 ("matched" if d.matched else "new") + f"; not cached: {d.why_not}")
-        lines.append(f"{indent}{d.label[:80]}  [{d.fingerprint[:12]}] {state}"
-                     + (f"  ({d.stats})" if d.stats else ""))
+        state = (
+            "REUSED entry " + d.reused[:12]
+            if d.reused
+            else "CACHED as " + d.cached[:12]
+            if d.cached
+            else ("matched" if d.matched else "new") + f"; not cached: {d.why_not}"
+        )
+        lines.append(
+            f"{indent}{_label(record, d)[:80]}  [{d.fingerprint[:12]}] {state}"
+            + (f"  ({d.stats})" if d.stats else "")
+        )
     return "\n".join(lines)

@@ -34,7 +34,11 @@ LOCAL_DEFAULTS: dict[str, str] = {
 
 def java_major_version() -> int | None:
     """The major version of the ``java`` on PATH (or in JAVA_HOME), or None if there is none."""
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") else None
+    java = (
+        os.path.join(os.environ["JAVA_HOME"], "bin", "java")
+        if os.environ.get("JAVA_HOME")
+        else None
+    )
     java = java if java and os.path.exists(java) else shutil.which("java")
     if not java:
         return None
@@ -53,7 +57,8 @@ def require_java(minimum: int = 17) -> int:
     if major is None:
         raise EnvironmentProblem(
             "Java was not found. Spark 4 needs Java 17 or newer: "
-            "install it (Debian/Ubuntu: `apt-get install openjdk-17-jre-headless`) or set JAVA_HOME."
+            "install it (Debian/Ubuntu: `apt-get install openjdk-17-jre-headless`) "
+            "or set JAVA_HOME."
         )
     if major < minimum:
         raise EnvironmentProblem(

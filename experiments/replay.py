@@ -52,7 +52,9 @@ def result_checksum(rows: Iterable[Sequence[Any]]) -> tuple[int, str]:
     total, count = 0, 0
     for row in rows:
         text = "\x1f".join(_canonical_value(v) for v in row)
-        total = (total + int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")) & _MASK64
+        total = (
+            total + int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big")
+        ) & _MASK64
         count += 1
     return count, f"{count}:{total:016x}"
 
@@ -113,8 +115,9 @@ def run_replay(
     """Run ``config``'s stream on ``spark`` in every requested mode; return the results dict."""
     data_dir = ensure_tpch(config.sf, config.data_dir, quiet=True)
     register_views(spark, data_dir)
-    stream = make_stream(config.stream, config.queries, config.seed, config.sf,
-                         zipf_skew=config.zipf_skew)
+    stream = make_stream(
+        config.stream, config.queries, config.seed, config.sf, zipf_skew=config.zipf_skew
+    )
     runners: dict[str, Runner] = {}
     criss_session = None
     if "spark" in config.modes:
@@ -139,8 +142,12 @@ def run_replay(
     return result
 
 
-def _results(config: ReplayConfig, stream: list[StreamQuery],
-             records: dict[str, list[dict[str, Any]]], spark: SparkSession) -> dict[str, Any]:
+def _results(
+    config: ReplayConfig,
+    stream: list[StreamQuery],
+    records: dict[str, list[dict[str, Any]]],
+    spark: SparkSession,
+) -> dict[str, Any]:
     modes = {
         m: {"total_seconds": round(sum(r["seconds"] for r in recs), 4), "queries": recs}
         for m, recs in records.items()
@@ -153,10 +160,18 @@ def _results(config: ReplayConfig, stream: list[StreamQuery],
         "modes": modes,
         "zipf_skew": config.zipf_skew if config.stream == "zipf" else None,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
-        "machine": {"host": platform.node(), "cpus": os.cpu_count(), "python": platform.python_version(),
-                    "spark": spark.version, "master": spark.sparkContext.master},
-        "spark_conf": {k: v for k, v in spark.sparkContext.getConf().getAll()
-                       if k.startswith("spark.sql.") or k.startswith("spark.criss.")},
+        "machine": {
+            "host": platform.node(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+            "spark": spark.version,
+            "master": spark.sparkContext.master,
+        },
+        "spark_conf": {
+            k: v
+            for k, v in spark.sparkContext.getConf().getAll()
+            if k.startswith("spark.sql.") or k.startswith("spark.criss.")
+        },
     }
     if "spark" in modes and "criss" in modes:
         result["comparison"] = compare_modes(modes["spark"], modes["criss"])
@@ -166,7 +181,8 @@ def _results(config: ReplayConfig, stream: list[StreamQuery],
 def compare_modes(baseline: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
     """Ratio, time saved and whether every query returned the same checksum in both modes."""
     mismatches = [
-        b["position"] for b, o in zip(baseline["queries"], other["queries"])
+        b["position"]
+        for b, o in zip(baseline["queries"], other["queries"], strict=True)
         if b["checksum"] != o["checksum"]
     ]
     base, mine = baseline["total_seconds"], other["total_seconds"]

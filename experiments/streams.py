@@ -59,7 +59,9 @@ def _statement_seed(seed: int, qid: int) -> int:
 
 
 def _originals(seed: int, sf: float) -> dict[int, tpch.Statement]:
-    return {q: tpch.statement(q, "orig", seed=_statement_seed(seed, q), sf=sf) for q in tpch.QUERY_IDS}
+    return {
+        q: tpch.statement(q, "orig", seed=_statement_seed(seed, q), sf=sf) for q in tpch.QUERY_IDS
+    }
 
 
 def random_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
@@ -97,7 +99,8 @@ def random_v_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
 def salted_tables(salt: int) -> dict[str, str]:
     """Derived tables equal to the base tables but with a filter unique to ``salt``."""
     return {
-        table: f"(select * from {table} where {key} <> {-salt})" for table, key in TABLE_KEYS.items()
+        table: f"(select * from {table} where {key} <> {-salt})"
+        for table, key in TABLE_KEYS.items()
     }
 
 
@@ -110,8 +113,12 @@ def no_repeat_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
         order.extend(batch)
     return [
         StreamQuery(
-            i, q, "orig",
-            tpch.statement(q, "orig", seed=seed * 100_000 + i, sf=sf, tables=salted_tables(i + 1)).sql,
+            i,
+            q,
+            "orig",
+            tpch.statement(
+                q, "orig", seed=seed * 100_000 + i, sf=sf, tables=salted_tables(i + 1)
+            ).sql,
         )
         for i, q in enumerate(order[:n])
     ]

@@ -9,6 +9,10 @@ from policies.benefit import BenefitModel, CrissBenefit, RecyclerBenefit
 from policies.registry import available_policies, get_policy, register_policy
 
 __all__ = [
-    "BenefitModel", "CrissBenefit", "RecyclerBenefit",
-    "available_policies", "get_policy", "register_policy",
+    "BenefitModel",
+    "CrissBenefit",
+    "RecyclerBenefit",
+    "available_policies",
+    "get_policy",
+    "register_policy",
 ]

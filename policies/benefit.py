@@ -20,8 +20,9 @@ class BenefitModel(Protocol):
 
     name: str
 
-    def benefit(self, *, ref: int, texec: float, size_bytes: float, bandwidth: float,
-                recency: float) -> float:
+    def benefit(
+        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+    ) -> float:
         """Higher is more worth keeping; a model may return <= 0 for "never cache"."""
         ...
 
@@ -31,8 +32,9 @@ class CrissBenefit:
 
     name = "criss"
 
-    def benefit(self, *, ref: int, texec: float, size_bytes: float, bandwidth: float,
-                recency: float) -> float:
+    def benefit(
+        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+    ) -> float:
         transfer = size_bytes / bandwidth
         return recency * (ref * (texec - transfer) - transfer)
 
@@ -42,6 +44,7 @@ class RecyclerBenefit:
 
     name = "recycler"
 
-    def benefit(self, *, ref: int, texec: float, size_bytes: float, bandwidth: float,
-                recency: float) -> float:
+    def benefit(
+        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+    ) -> float:
         return ref * texec / max(size_bytes, 1.0)

@@ -16,7 +16,9 @@ _FACTORIES: dict[str, Callable[[], BenefitModel]] = {
 registry = MappingProxyType(_FACTORIES)
 
 
-def register_policy(name: str, factory: Callable[[], BenefitModel], *, clobber: bool = False) -> None:
+def register_policy(
+    name: str, factory: Callable[[], BenefitModel], *, clobber: bool = False
+) -> None:
     """Add a benefit model under ``name``; refuses to replace one unless ``clobber``."""
     if name in _FACTORIES and not clobber:
         raise ConfigError(f"a policy named {name!r} is already registered (pass clobber=True)")

@@ -18,10 +18,22 @@ Rule = Callable[[PlanNode], PlanNode]
 NOISE_KEYS = frozenset({"jvmId", "originalRoot", "qualifier"})
 
 _EXPR = "org.apache.spark.sql.catalyst.expressions."
-COMMUTATIVE = frozenset(_EXPR + name for name in (
-    "And", "Or", "EqualTo", "EqualNullSafe", "Add", "Multiply",
-    "BitwiseAnd", "BitwiseOr", "BitwiseXor", "Greatest", "Least",
-))
+COMMUTATIVE = frozenset(
+    _EXPR + name
+    for name in (
+        "And",
+        "Or",
+        "EqualTo",
+        "EqualNullSafe",
+        "Add",
+        "Multiply",
+        "BitwiseAnd",
+        "BitwiseOr",
+        "BitwiseXor",
+        "Greatest",
+        "Least",
+    )
+)
 MULTI_COMMUTATIVE = _EXPR + "MultiCommutativeOp"
 FLIPPED_COMPARISON = {
     _EXPR + "GreaterThan": _EXPR + "LessThan",
@@ -35,10 +47,21 @@ PYTHON_UDF = _EXPR + "PythonUDF"
 
 #: Operators whose own output is never worth storing (re-reading costs what they cost),
 #: or whose row order matters to the query and is lost when cached partitions are read back.
-NEVER_STORED = frozenset({
-    "LogicalRelation", "LocalRelation", "OneRowRelation", "Range", "Sort", "GlobalLimit",
-    "LocalLimit", "Tail", "SubqueryAlias", "View", "ResolvedHint",
-})
+NEVER_STORED = frozenset(
+    {
+        "LogicalRelation",
+        "LocalRelation",
+        "OneRowRelation",
+        "Range",
+        "Sort",
+        "GlobalLimit",
+        "LocalLimit",
+        "Tail",
+        "SubqueryAlias",
+        "View",
+        "ResolvedHint",
+    }
+)
 #: Operators whose result is random even when Catalyst calls them deterministic.
 NON_DETERMINISTIC_OPS = frozenset({"Sample"})
 #: Leaves whose data identity Criss can establish.
@@ -46,6 +69,7 @@ KNOWN_LEAVES = frozenset({"LogicalRelation", "LocalRelation", "OneRowRelation", 
 
 
 # --- rules over raw JSON values --------------------------------------------------------------
+
 
 def strip_noise(node: PlanNode) -> PlanNode:
     """Drop JVM ids, ``originalRoot`` and ``qualifier`` from every argument."""
@@ -95,6 +119,7 @@ def _parse(value: Any) -> Any:
 
 # --- rules over expressions --------------------------------------------------------------------
 
+
 def expression_key(expr: Expr) -> str:
     """A stable total order on expressions, independent of any JVM hash code."""
     return repr(_expr_tuple(expr))
@@ -130,7 +155,11 @@ def sort_commutative(expr: Expr) -> Expr:
     return expr
 
 
-EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (unwrap_alias, drop_alias_id, sort_commutative)
+EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (
+    unwrap_alias,
+    drop_alias_id,
+    sort_commutative,
+)
 
 
 def canonical_expression(expr: Expr) -> Expr:
@@ -156,6 +185,7 @@ def _map_exprs(value: Any, fn: Callable[[Expr], Expr]) -> Any:
 
 # --- rules over operators ----------------------------------------------------------------------
 
+
 def relation_identity(node: PlanNode) -> PlanNode:
     """A file relation is identified by format, options and its current file listing."""
     if node.op != "LogicalRelation":
@@ -177,7 +207,9 @@ def mark_uncacheable(node: PlanNode) -> PlanNode:
     if reason is None and not node.children and node.op not in KNOWN_LEAVES:
         reason = f"leaf {node.op} has no data identity Criss can check"
     if reason is None:
-        reason = next((f"input {c.op}: {c.uncacheable}" for c in node.children if c.uncacheable), None)
+        reason = next(
+            (f"input {c.op}: {c.uncacheable}" for c in node.children if c.uncacheable), None
+        )
     return node.with_(uncacheable=reason) if reason != node.uncacheable else node
 
 

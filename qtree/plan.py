@@ -23,7 +23,7 @@ CATALYST_PREFIXES = (
 def short_class(name: str) -> str:
     for prefix in CATALYST_PREFIXES:
         if name.startswith(prefix):
-            return name[len(prefix):]
+            return name[len(prefix) :]
     return name
 
 
@@ -91,6 +91,7 @@ def tree_from_catalyst_json(nodes: list[dict[str, Any]]) -> PlanNode:
 
 
 # --- expressions ---------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Expr:

@@ -61,11 +61,14 @@ class QTree:
             conn = sqlite3.connect(str(self.db_path), timeout=timeout, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            # WAL + NORMAL: a crash may lose the last statistics update, never corrupt the file.
+            conn.execute("PRAGMA synchronous=NORMAL")
             self.db = sqlite_utils.Database(conn)
             self._ensure_schema()
         except (sqlite3.Error, OSError) as exc:
             raise CatalogError(f"cannot open the QTree catalog {self.db_path}: {exc}") from exc
         self._graph: nx.DiGraph | None = None
+        self._start_time: float | None = None
 
     # --- schema ------------------------------------------------------------------------------
 
@@ -76,20 +79,36 @@ class QTree:
         db["meta"].insert({"key": "start_time", "value": repr(time.time())}, ignore=True)
         db["meta"].insert({"key": "schema_version", "value": SCHEMA_VERSION}, ignore=True)
         if "nodes" not in db.table_names():
-            db["nodes"].create({
-                "fingerprint": str, "op": str, "label": str, "ref": int, "first_seen": float,
-                "last_access": float, "texec": float, "size_bytes": int, "rows": int,
-                "stats_source": str, "rel_key": str, "rel_version": str,
-            }, pk="fingerprint", not_null={"op", "ref"})
+            db["nodes"].create(
+                {
+                    "fingerprint": str,
+                    "op": str,
+                    "label": str,
+                    "ref": int,
+                    "first_seen": float,
+                    "last_access": float,
+                    "texec": float,
+                    "size_bytes": int,
+                    "rows": int,
+                    "stats_source": str,
+                    "rel_key": str,
+                    "rel_version": str,
+                },
+                pk="fingerprint",
+                not_null={"op", "ref"},
+            )
             db["nodes"].create_index(["rel_key"])
         if "edges" not in db.table_names():
-            db["edges"].create({"parent": str, "position": int, "child": str},
-                               pk=("parent", "position"))
+            db["edges"].create(
+                {"parent": str, "position": int, "child": str}, pk=("parent", "position")
+            )
             db["edges"].create_index(["child"])
 
     @property
     def start_time(self) -> float:
-        return float(self.db["meta"].get("start_time")["value"])
+        if self._start_time is None:
+            self._start_time = float(self.db["meta"].get("start_time")["value"])
+        return self._start_time
 
     def meta(self, key: str, default: Any = None) -> Any:
         rows = list(self.db.query("select value from meta where key = ?", [key]))
@@ -123,19 +142,31 @@ class QTree:
 
     def _touch(self, node: PlanNode, old: NodeStats | None, now: float) -> NodeStats:
         if old is not None:
-            self.db.execute("update nodes set ref = ref + 1, last_access = ? where fingerprint = ?",
-                            [now, node.fingerprint])
+            self.db.execute(
+                "update nodes set ref = ref + 1, last_access = ? where fingerprint = ?",
+                [now, node.fingerprint],
+            )
             return NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
         rel = node.relation or {}
-        self.db["nodes"].insert({
-            "fingerprint": node.fingerprint, "op": node.op, "label": node.extra.get("label", node.op),
-            "ref": 1, "first_seen": now, "last_access": now,
-            "rel_key": rel.get("key"), "rel_version": rel.get("version"),
-        }, ignore=True)
+        self.db.execute(
+            "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, "
+            "rel_key, rel_version) values (?, ?, ?, 1, ?, ?, ?, ?)",
+            [
+                node.fingerprint,
+                node.op,
+                node.extra.get("label", node.op),
+                now,
+                now,
+                rel.get("key"),
+                rel.get("version"),
+            ],
+        )
         for position, child in enumerate(node.children):
             if child.uncacheable is None:
-                self.db["edges"].insert({"parent": node.fingerprint, "position": position,
-                                         "child": child.fingerprint}, replace=True)
+                self.db.execute(
+                    "insert or replace into edges (parent, position, child) values (?, ?, ?)",
+                    [node.fingerprint, position, child.fingerprint],
+                )
                 if self._graph is not None:
                     self._graph.add_edge(node.fingerprint, child.fingerprint)
         if self._graph is not None:
@@ -146,7 +177,7 @@ class QTree:
         fps = sorted(set(fingerprints))
         out: dict[str, NodeStats] = {}
         for start in range(0, len(fps), 500):
-            chunk = fps[start:start + 500]
+            chunk = fps[start : start + 500]
             marks = ",".join("?" * len(chunk))
             for row in self.db.query(f"select * from nodes where fingerprint in ({marks})", chunk):
                 out[row["fingerprint"]] = _stats_from_row(row)
@@ -157,13 +188,22 @@ class QTree:
 
     # --- statistics ----------------------------------------------------------------------------
 
-    def record_stats(self, fingerprint: str, *, texec: float, size_bytes: int, rows: int,
-                     source: str = "measured") -> None:
+    def record_stats(
+        self,
+        fingerprint: str,
+        *,
+        texec: float,
+        size_bytes: int,
+        rows: int,
+        source: str = "measured",
+    ) -> None:
         """Store measured Texec/size/rows of an operator (the paper's runtime collection)."""
         with self.db.conn:
             self.db.execute(
                 "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
-                "where fingerprint = ?", [texec, size_bytes, rows, source, fingerprint])
+                "where fingerprint = ?",
+                [texec, size_bytes, rows, source, fingerprint],
+            )
 
     # --- invalidation ------------------------------------------------------------------------
 
@@ -171,8 +211,13 @@ class QTree:
         """Fingerprints of leaves reading a relation key whose file listing has changed."""
         stale: list[str] = []
         for key, version in relations.items():
-            stale += [r["fingerprint"] for r in self.db.query(
-                "select fingerprint from nodes where rel_key = ? and rel_version != ?", [key, version])]
+            stale += [
+                r["fingerprint"]
+                for r in self.db.query(
+                    "select fingerprint from nodes where rel_key = ? and rel_version != ?",
+                    [key, version],
+                )
+            ]
         return stale
 
     def invalidate(self, fingerprints: Iterable[str]) -> set[str]:
@@ -214,6 +259,7 @@ class QTree:
             self.db.execute("delete from meta where key = 'start_time'")
             self.db["meta"].insert({"key": "start_time", "value": repr(time.time())}, replace=True)
         self._graph = None
+        self._start_time = None
 
     def close(self) -> None:
         self.db.conn.close()
@@ -221,7 +267,13 @@ class QTree:
 
 def _stats_from_row(row: dict[str, Any]) -> NodeStats:
     return NodeStats(
-        fingerprint=row["fingerprint"], op=row["op"], ref=row["ref"],
-        first_seen=row["first_seen"], last_access=row["last_access"], texec=row["texec"],
-        size_bytes=row["size_bytes"], rows=row["rows"], stats_source=row["stats_source"],
+        fingerprint=row["fingerprint"],
+        op=row["op"],
+        ref=row["ref"],
+        first_seen=row["first_seen"],
+        last_access=row["last_access"],
+        texec=row["texec"],
+        size_bytes=row["size_bytes"],
+        rows=row["rows"],
+        stats_source=row["stats_source"],
     )

@@ -63,15 +63,36 @@ class EntryStore:
         """A fresh directory path (not created) for Spark to write ``key``'s files into."""
         return self._tmp / f"{key}.{uuid.uuid4().hex[:8]}"
 
-    def commit(self, key: str, staged: Path, *, schema_json: str, rows: int, texec: float,
-               extra: dict[str, Any] | None = None) -> Entry:
+    def commit(
+        self,
+        key: str,
+        staged: Path,
+        *,
+        schema_json: str,
+        rows: int,
+        texec: float,
+        extra: dict[str, Any] | None = None,
+    ) -> Entry:
         """Write the manifest of ``staged`` and move it into place as entry ``key``."""
         staged = Path(staged)
-        files = tuple(sorted((p.name, p.stat().st_size, file_crc32(p)) for p in staged.iterdir()
-                             if p.is_file() and not p.name.startswith(_NOT_DATA)))
-        entry = Entry(key=key, path=str(self.root / key), schema_json=schema_json, files=files,
-                      rows=rows, bytes=sum(f[1] for f in files), texec=texec,
-                      created=time.time(), extra=dict(extra or {}))
+        files = tuple(
+            sorted(
+                (p.name, p.stat().st_size, file_crc32(p))
+                for p in staged.iterdir()
+                if p.is_file() and not p.name.startswith(_NOT_DATA)
+            )
+        )
+        entry = Entry(
+            key=key,
+            path=str(self.root / key),
+            schema_json=schema_json,
+            files=files,
+            rows=rows,
+            bytes=sum(f[1] for f in files),
+            texec=texec,
+            created=time.time(),
+            extra=dict(extra or {}),
+        )
         (staged / MANIFEST).write_text(json.dumps(asdict(entry)))
         final = self.root / key
         if final.exists():
@@ -92,8 +113,10 @@ class EntryStore:
             entry = Entry(**{**data, "files": tuple(tuple(f) for f in data["files"])})
         except (OSError, ValueError, TypeError, KeyError):
             return None
-        if not all(self._intact(path, size, crc)
-                   for path, (_, size, crc) in zip(entry.file_paths, entry.files)):
+        if not all(
+            self._intact(path, size, crc)
+            for path, (_, size, crc) in zip(entry.file_paths, entry.files, strict=True)
+        ):
             return None
         return entry
 

@@ -14,7 +14,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(scope="session")
 def spark():
-    session = local_spark("criss-tests", conf={"spark.sql.shuffle.partitions": "4"})
+    # SF 0.01 tables are far below the default min_texec: let the tests cache them anyway.
+    session = local_spark(
+        "criss-tests", conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"}
+    )
     yield session
     session.stop()
 

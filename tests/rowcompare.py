@@ -9,8 +9,14 @@ from typing import Any
 
 
 def _sort_key(row: Sequence[Any]) -> tuple:
-    return tuple((0, "") if v is None else (1, round(v, 6) if isinstance(v, float) else v)
-                 if isinstance(v, (int, float, Decimal)) else (2, str(v)) for v in row)
+    return tuple(
+        (0, "")
+        if v is None
+        else (1, round(v, 6) if isinstance(v, float) else v)
+        if isinstance(v, (int, float, Decimal))
+        else (2, str(v))
+        for v in row
+    )
 
 
 def _close(a: Any, b: Any, rel: float) -> bool:
@@ -21,12 +27,14 @@ def _close(a: Any, b: Any, rel: float) -> bool:
     return a == b
 
 
-def assert_same_rows(actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]],
-                     rel: float = 1e-6) -> None:
+def assert_same_rows(
+    actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]], rel: float = 1e-6
+) -> None:
     """Equal as multisets of rows (order ignored), floats within ``rel``."""
     assert len(actual) == len(expected), f"{len(actual)} rows, expected {len(expected)}"
     left = sorted((tuple(r) for r in actual), key=_sort_key)
     right = sorted((tuple(r) for r in expected), key=_sort_key)
-    for i, (a, e) in enumerate(zip(left, right)):
-        assert len(a) == len(e) and all(_close(x, y, rel) for x, y in zip(a, e)), (
-            f"row {i} differs: {a} != {e}")
+    for i, (a, e) in enumerate(zip(left, right, strict=True)):
+        assert len(a) == len(e) and all(_close(x, y, rel) for x, y in zip(a, e, strict=True)), (
+            f"row {i} differs: {a} != {e}"
+        )

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import warnings
-
 import pytest
-from pyspark.errors import AnalysisException, ParseException
 from rowcompare import assert_same_rows
 
 import criss

@@ -46,14 +46,17 @@ def test_rewritten_input_files_are_never_served_stale(spark, cs, tmp_path):
     rows, summary = _run(cs, sql)
     assert summary.get("operators_reused", 0) == 0
     assert summary["invalidated"] >= 1  # the old leaf and, cascading, its ancestors
-    assert_same_rows(rows, spark.read.parquet(path).groupBy("g").agg(
-        F.count("*"), F.sum("id")).collect())
+    assert_same_rows(
+        rows, spark.read.parquet(path).groupBy("g").agg(F.count("*"), F.sum("id")).collect()
+    )
     assert len(rows) == 3
 
 
 def test_non_deterministic_plans_are_never_cached(tpch, cs):
-    for sql in ("select o_orderpriority, count(*) from orders where rand() < 0.5 group by 1",
-                "select o_orderpriority, count(*) from orders where rand(42) < 0.5 group by 1"):
+    for sql in (
+        "select o_orderpriority, count(*) from orders where rand() < 0.5 group by 1",
+        "select o_orderpriority, count(*) from orders where rand(42) < 0.5 group by 1",
+    ):
         for _ in range(3):
             _, summary = _run(cs, sql)
             assert summary.get("operators_cached", 0) == 0
@@ -79,10 +82,19 @@ def test_python_udfs_are_cached_only_when_allow_listed(tpch, tmp_path):
     nondet = F.udf(lambda x: x + 1, LongType()).asNondeterministic()
     cs = criss.session(tpch, home=str(tmp_path / "h-nd"), allowed_udfs=("<lambda>",))
     for _ in range(2):
-        df = cs.dataframe(tpch.table("orders").select(nondet("o_orderkey").alias("k"))
-                          .where("k < 100").groupBy().agg(F.sum("k")))
-        expected = tpch.table("orders").where("o_orderkey + 1 < 100").agg(
-            F.sum(F.col("o_orderkey") + 1)).collect()
+        df = cs.dataframe(
+            tpch.table("orders")
+            .select(nondet("o_orderkey").alias("k"))
+            .where("k < 100")
+            .groupBy()
+            .agg(F.sum("k"))
+        )
+        expected = (
+            tpch.table("orders")
+            .where("o_orderkey + 1 < 100")
+            .agg(F.sum(F.col("o_orderkey") + 1))
+            .collect()
+        )
         assert_same_rows(df.collect(), expected)
         random_lines = [x for x in cs.explain(df).splitlines() if "<lambda>" in x]
         assert random_lines and not any("REUSED" in x or "CACHED as" in x for x in random_lines)
@@ -167,5 +179,18 @@ def test_explain_and_report_describe_reuse(tpch, cs):
     assert counters["bytes_read"] == counters["bytes_written"]
     assert report["tiers"]["disk"]["used_bytes"] == counters["bytes_written"]
     cs.clear()
-    assert cs.report()["tiers"]["disk"]["used_bytes"] in (0, counters["bytes_written"])  # pinned by df
+    assert cs.report()["tiers"]["disk"]["used_bytes"] in (
+        0,
+        counters["bytes_written"],
+    )  # pinned by df
     del df
+
+
+def test_cheap_operators_are_not_worth_a_materialization_job(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "h"), min_texec=5.0)
+    for _ in range(3):
+        df = cs.sql(AGG)
+        df.collect()
+        assert cs.last_query_summary().get("operators_cached", 0) == 0
+    assert "not worth a materialization job" in cs.explain(df)
+    cs.close()

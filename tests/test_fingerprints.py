@@ -10,7 +10,7 @@ import textwrap
 import pytest
 
 import criss
-from criss import bridge
+from criss.bridge import CatalystBridge
 from experiments.tpch import queries
 from qtree import canonicalize, fingerprint_tree
 from qtree.rewrite import result_node
@@ -19,16 +19,19 @@ pytestmark = pytest.mark.spark
 
 SPELLINGS = [
     # aliases, conjunct order, a = b vs b = a, x > c vs c < x
-    ("select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey "
-     "and l_quantity > 30 and o_orderdate >= date '1994-01-01' group by o_orderpriority",
-     "select o_orderpriority as prio, count(*) as n from orders o, lineitem l "
-     "where o_orderdate >= date '1994-01-01' and 30 < l_quantity and l.l_orderkey = o.o_orderkey "
-     "group by o_orderpriority"),
+    (
+        "select o_orderpriority, count(*) from orders, lineitem where o_orderkey = l_orderkey "
+        "and l_quantity > 30 and o_orderdate >= date '1994-01-01' group by o_orderpriority",
+        "select o_orderpriority as prio, count(*) as n from orders o, lineitem l "
+        "where o_orderdate >= date '1994-01-01' and 30 < l_quantity "
+        "and l.l_orderkey = o.o_orderkey "
+        "group by o_orderpriority",
+    ),
 ]
 
 
 def fingerprints(spark, sql):
-    tree = fingerprint_tree(canonicalize(bridge.CapturedPlan(spark, spark.sql(sql)).tree))
+    tree = fingerprint_tree(canonicalize(CatalystBridge(spark).capture(spark.sql(sql)).tree))
     return tree
 
 
@@ -57,11 +60,17 @@ def test_dataframe_api_and_sql_reuse_each_other(tpch, tmp_path):
     from pyspark.sql import functions as F
 
     cs = criss.session(tpch, home=str(tmp_path / "h"))
-    sql = ("select o_orderpriority, sum(o_totalprice) s from orders "
-           "where o_orderdate < date '1995-01-01' group by o_orderpriority")
+    sql = (
+        "select o_orderpriority, sum(o_totalprice) s from orders "
+        "where o_orderdate < date '1995-01-01' group by o_orderpriority"
+    )
     cs.sql(sql).collect()
-    api = (tpch.table("orders").where(F.col("o_orderdate") < F.lit("1995-01-01").cast("date"))
-           .groupBy("o_orderpriority").agg(F.sum("o_totalprice").alias("s")))
+    api = (
+        tpch.table("orders")
+        .where(F.col("o_orderdate") < F.lit("1995-01-01").cast("date"))
+        .groupBy("o_orderpriority")
+        .agg(F.sum("o_totalprice").alias("s"))
+    )
     rows = cs.dataframe(api).collect()
     assert cs.last_query_summary().get("operators_reused", 0) >= 1
     assert sorted(rows) == sorted(tpch.sql(sql).collect())
@@ -71,7 +80,7 @@ def test_dataframe_api_and_sql_reuse_each_other(tpch, tmp_path):
 FRESH_APP = textwrap.dedent("""
     import json, sys
     import criss
-    from criss import bridge
+    from criss.bridge import CatalystBridge
     from criss.sparksession import local_spark
     from experiments.replay import result_checksum
     from experiments.tpch.data import register_views
@@ -84,7 +93,7 @@ FRESH_APP = textwrap.dedent("""
     out = {}
     for q in qids:
         sql = queries.statement(q, sf=0.01).sql
-        tree = fingerprint_tree(canonicalize(bridge.CapturedPlan(spark, spark.sql(sql)).tree))
+        tree = fingerprint_tree(canonicalize(CatalystBridge(spark).capture(spark.sql(sql)).tree))
         rows = cs.sql(sql).collect()
         out[q] = {"fingerprints": [n.fingerprint for n in tree.walk()],
                   "reused": cs.last_query_summary().get("operators_reused", 0),
@@ -105,13 +114,19 @@ def test_fresh_application_gets_same_fingerprints_and_reuses_home(tpch, tpch_dir
         mine[q] = [n.fingerprint for n in fingerprints(tpch, sql).walk()]
         cs.sql(sql).collect()
     cs.close()
-    proc = subprocess.run([sys.executable, "-c", FRESH_APP, str(home), str(tpch_dir),
-                           json.dumps(qids)], capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [sys.executable, "-c", FRESH_APP, str(home), str(tpch_dir), json.dumps(qids)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     theirs = json.loads(proc.stdout.split("RESULT", 1)[1])
     for q in qids:
         other = theirs[str(q)]
         assert other["fingerprints"] == mine[q], f"Q{q} fingerprints differ across JVMs"
         assert other["reused"] >= 1, f"Q{q} did not reuse the first application's cache"
-        assert other["checksum"] == result_checksum(
-            tpch.sql(queries.statement(q, sf=0.01).sql).collect())[1]
+        assert (
+            other["checksum"]
+            == result_checksum(tpch.sql(queries.statement(q, sf=0.01).sql).collect())[1]
+        )

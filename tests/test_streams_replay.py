@@ -65,29 +65,63 @@ def test_checksum_ignores_row_order_but_not_content():
 
 @pytest.mark.spark
 def test_replay_both_modes_same_checksums_and_reuse(tpch, tpch_dir, tmp_path):
-    config = ReplayConfig(stream="zipf", queries=12, sf=0.01, seed=11, modes=("spark", "criss"),
-                          home=tmp_path / "home", data_dir=tpch_dir)
+    config = ReplayConfig(
+        stream="zipf",
+        queries=12,
+        sf=0.01,
+        seed=11,
+        modes=("spark", "criss"),
+        home=tmp_path / "home",
+        data_dir=tpch_dir,
+    )
     result = run_replay(tpch, config)
     assert result["comparison"]["checksums_match"], result["comparison"]
     criss_queries = result["modes"]["criss"]["queries"]
     assert sum(q["criss"].get("operators_reused", 0) for q in criss_queries) >= 1
     assert result["criss_report"]["counters"]["operators_reused"] >= 1
-    again = run_replay(tpch, ReplayConfig(stream="zipf", queries=12, sf=0.01, seed=11,
-                                          modes=("spark",), data_dir=tpch_dir))
+    again = run_replay(
+        tpch,
+        ReplayConfig(
+            stream="zipf", queries=12, sf=0.01, seed=11, modes=("spark",), data_dir=tpch_dir
+        ),
+    )
     assert [q["checksum"] for q in again["modes"]["spark"]["queries"]] == [
-        q["checksum"] for q in result["modes"]["spark"]["queries"]]
+        q["checksum"] for q in result["modes"]["spark"]["queries"]
+    ]
     out = write_results(result, tmp_path / "r.json")
     shape = json.loads(out.read_text())
     assert {"stream", "seed", "sf", "queries", "modes"} <= set(shape)
     assert set(shape["modes"]["spark"]["queries"][0]) >= {
-        "position", "query", "variant", "seconds", "rows", "checksum"}
+        "position",
+        "query",
+        "variant",
+        "seconds",
+        "rows",
+        "checksum",
+    }
 
 
 def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
     out = tmp_path / "cli.json"
-    cmd = [sys.executable, "-m", "criss.cli", "replay", "--stream", "random", "--queries", "3",
-           "--sf", "0.01", "--mode", "spark", "--data-dir", str(tpch_dir), "--out", str(out),
-           "--quiet"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "criss.cli",
+        "replay",
+        "--stream",
+        "random",
+        "--queries",
+        "3",
+        "--sf",
+        "0.01",
+        "--mode",
+        "spark",
+        "--data-dir",
+        str(tpch_dir),
+        "--out",
+        str(out),
+        "--quiet",
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())

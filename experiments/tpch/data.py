@@ -76,15 +76,30 @@ def ensure_tpch(sf: float, path: Path | None = None, *, quiet: bool = False) -> 
     started = time.perf_counter()
     if not quiet:
         print(f"generating TPC-H SF{sf:g} Parquet into {path} ...", file=sys.stderr)
-    cmd = [_tpchgen(), "parquet", "-s", f"{sf:g}", "-o", str(path), "--row-group-bytes", ROW_GROUP_BYTES]
+    cmd = [
+        _tpchgen(),
+        "parquet",
+        "-s",
+        f"{sf:g}",
+        "-o",
+        str(path),
+        "--row-group-bytes",
+        ROW_GROUP_BYTES,
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         shutil.rmtree(path, ignore_errors=True)
-        raise WorkloadError(f"tpchgen-cli failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        raise WorkloadError(
+            f"tpchgen-cli failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}"
+        )
     missing = [t for t in TABLES if not (path / f"{t}.parquet").is_file()]
     if missing:
         raise WorkloadError(f"tpchgen-cli did not write tables {missing} into {path}")
-    meta = {"sf": sf, "generator": "tpchgen-cli", "seconds": round(time.perf_counter() - started, 3)}
+    meta = {
+        "sf": sf,
+        "generator": "tpchgen-cli",
+        "seconds": round(time.perf_counter() - started, 3),
+    }
     (path / (MARKER + ".tmp")).write_text(json.dumps(meta))
     (path / (MARKER + ".tmp")).rename(path / MARKER)
     return path

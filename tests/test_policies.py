@@ -1,0 +1,53 @@
+"""Benefit models, the policy registry and per-branch selection (plain numbers, no Spark)."""
+
+from __future__ import annotations
+
+import pytest
+
+from criss.errors import ConfigError
+from policies import CrissBenefit, RecyclerBenefit, get_policy, register_policy
+from policies.selection import Candidate, best_per_branch, collect_score, measured_score
+
+
+def test_criss_benefit_is_the_papers_formula():
+    model = CrissBenefit()
+    # recency × (ref × (Texec − size/bw) − size/bw) = 10 × (3 × (4 − 1) − 1)
+    assert model.benefit(ref=3, texec=4.0, size_bytes=100.0, bandwidth=100.0, recency=10.0) == 80.0
+    # a result that costs more to store and load than to compute has negative benefit
+    assert model.benefit(ref=1, texec=1.0, size_bytes=300.0, bandwidth=100.0, recency=1.0) < 0
+    # a faster tier raises the benefit of the same data
+    slow = model.benefit(ref=2, texec=5.0, size_bytes=1e9, bandwidth=2e8, recency=1.0)
+    fast = model.benefit(ref=2, texec=5.0, size_bytes=1e9, bandwidth=2e9, recency=1.0)
+    assert fast > slow
+
+
+def test_recycler_ignores_bandwidth():
+    model = RecyclerBenefit()
+    a = model.benefit(ref=2, texec=4.0, size_bytes=8.0, bandwidth=1.0, recency=1.0)
+    b = model.benefit(ref=2, texec=4.0, size_bytes=8.0, bandwidth=1e9, recency=99.0)
+    assert a == b == 1.0
+
+
+def test_registry_by_name_with_hint():
+    assert get_policy("criss").name == "criss" and get_policy("recycler").name == "recycler"
+    with pytest.raises(ConfigError, match="did you mean 'criss'"):
+        get_policy("cris")
+    with pytest.raises(ConfigError, match="already registered"):
+        register_policy("criss", CrissBenefit)
+
+
+def test_best_operator_per_branch():
+    # join(a: filter(scan), b: agg(scan)): branch a's best is the join, branch b's is agg
+    scan_a = Candidate("sa", (), None)
+    filt = Candidate("f", (scan_a,), measured_score(1.0))
+    scan_b = Candidate("sb", (), None)
+    agg = Candidate("g", (scan_b,), measured_score(50.0))
+    join = Candidate("j", (filt, agg), measured_score(10.0))
+    assert best_per_branch(join) == ["j", "g"]
+    # no eligible operator at all: nothing chosen
+    assert best_per_branch(Candidate("x", (Candidate("y", (), None),), None)) == []
+    # operators still without statistics rank by references, then height
+    low = Candidate("low", (), collect_score(ref=3, height=1))
+    high = Candidate("high", (low,), collect_score(ref=2, height=2))
+    assert best_per_branch(high) == ["low"]
+    assert measured_score(-1.0) is None
