@@ -54,26 +54,38 @@ class CatalystBridge:
     # --- rewrite --------------------------------------------------------------------------------
 
     def cached_read_plan(
-        self, original: Any, key: str, created: float, files: list[str], schema_json: str
+        self,
+        original: Any,
+        key: str,
+        created: float,
+        files: list[str],
+        schema_json: str,
+        columns: tuple[int, ...] | None = None,
     ) -> Any:
         """A plan reading cached files that outputs ``original``'s attributes (same exprIds).
 
         Files hold positional columns ``c0..cN``; a Project of Aliases restores each
-        original attribute's name and exprId so every ancestor still resolves.
+        original attribute's name and exprId so every ancestor still resolves. ``columns``
+        picks, for each original attribute, the cached column holding it (default: same
+        position).
         """
         read_plan = self._read_plan(key, created, files, schema_json)
         new_attrs, old_attrs = read_plan.output(), original.output()
         n = old_attrs.size()
-        if new_attrs.size() != n:
+        if columns is None and new_attrs.size() != n:
+            columns = ()  # an exact entry must have exactly the operator's columns
+        columns = tuple(range(n)) if columns is None else columns
+        if len(columns) != n or (columns and max(columns) >= new_attrs.size()):
             raise BridgeError(
-                f"cached entry {key} has {new_attrs.size()} columns, the operator outputs {n}"
+                f"cached entry {key} has {new_attrs.size()} columns, cannot serve {n} "
+                f"from positions {columns}"
             )
         aliases = []
         for i in range(n):
             old = old_attrs.apply(i)
             aliases.append(
                 self._alias(
-                    new_attrs.apply(i),
+                    new_attrs.apply(columns[i]),
                     old.name(),
                     old.exprId(),
                     old.qualifier(),

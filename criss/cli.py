@@ -117,6 +117,12 @@ def datagen(sf: float, data_dir: Path | None) -> None:
     metavar="KEY=VALUE",
     help="Extra Spark setting (repeatable), e.g. spark.sql.shuffle.partitions=16.",
 )
+@click.option(
+    "--warmup/--no-warmup",
+    default=True,
+    show_default=True,
+    help="Run each distinct statement once, untimed, before the replay (JVM and page cache).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(
@@ -132,6 +138,7 @@ def replay(
     zipf_skew: float,
     master: str,
     conf_pairs: tuple[str, ...],
+    warmup: bool,
     quiet: bool,
 ) -> None:
     """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
@@ -150,6 +157,7 @@ def replay(
         warm=warm,
         data_dir=data_dir,
         zipf_skew=zipf_skew,
+        warmup=warmup,
     )
     spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:

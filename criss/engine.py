@@ -24,7 +24,7 @@ from policies.selection import Candidate, best_per_branch, collect_score, measur
 from qtree import QTree, canonicalize, fingerprint_tree
 from qtree.canonical import RULES, mark_python_udfs
 from qtree.plan import PlanNode
-from qtree.rewrite import outside, plan_reuse, result_node, storable
+from qtree.rewrite import Relative, Reuse, outside, plan_reuse, result_node, storable
 from qtree.tree import Observation
 from storage import Entry, EntryStore
 
@@ -60,6 +60,8 @@ class OperatorDecision:
     fingerprint: str
     matched: bool = False
     reused: str | None = None
+    #: How the reused entry serves the operator: exact, project-subset, exchange-repartition.
+    rule: str | None = None
     cached: str | None = None
     why_not: str | None = None
     benefit: float | None = None
@@ -245,6 +247,7 @@ class _Planner:
         self.record = record
         self.replacements: dict[tuple[int, ...], Any] = {}
         self.entries: dict[str, Entry] = {}
+        self.reuse_rules: dict[tuple[int, ...], Reuse] = {}
 
     def run(self) -> DataFrame:
         captured = self.s.bridge.capture(self.df)
@@ -252,10 +255,10 @@ class _Planner:
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
         self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
-        reuse = plan_reuse(tree, self._is_cached)
+        reuse = plan_reuse(tree, self._is_cached, self._cached_relatives)
         for r in reuse:
-            entry = self.entries[r.fingerprint]
-            self.replacements[r.path] = self._read(captured, r.path, entry)
+            self.replacements[r.path] = self._serve(captured, r)
+            self.reuse_rules[r.path] = r
         chosen = self._choose(tree, observations, {r.path for r in reuse})
         for node in sorted(chosen, key=lambda n: -len(n.path)):
             self._materialize(captured, node)
@@ -265,10 +268,33 @@ class _Planner:
         bridge = self.s.bridge
         return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
 
-    def _read(self, captured: CapturedPlan, path: tuple[int, ...], entry: Entry) -> Any:
+    def _read(
+        self,
+        captured: CapturedPlan,
+        path: tuple[int, ...],
+        entry: Entry,
+        columns: tuple[int, ...] | None = None,
+    ) -> Any:
         return self.s.bridge.cached_read_plan(
-            captured.node_at(path), entry.key, entry.created, entry.file_paths, entry.schema_json
+            captured.node_at(path),
+            entry.key,
+            entry.created,
+            entry.file_paths,
+            entry.schema_json,
+            columns=columns,
         )
+
+    def _serve(self, captured: CapturedPlan, reuse: Reuse) -> Any:
+        """The plan that serves ``reuse.path`` from its cached entry, per rewrite rule."""
+        entry = self.entries[reuse.fingerprint]
+        if reuse.rule == "exchange-repartition":
+            wanted = captured.node_at(reuse.path)
+            cached = self._read(captured, reuse.path, entry)
+            return wanted.withNewChildren(self.s.bridge.seq([cached]))
+        return self._read(captured, reuse.path, entry, reuse.columns)
+
+    def _cached_relatives(self, key: str) -> list[Relative]:
+        return [r for r in self.s.qtree.relatives(key) if self._is_cached(r.fingerprint)]
 
     def _is_cached(self, fingerprint: str) -> bool:
         entry = self.s.store.get(fingerprint)
@@ -382,8 +408,10 @@ class _Planner:
             counters["operators_seen"] += 1
             counters["operators_matched"] += d.matched
             if node.path in reused:
-                d.reused = node.fingerprint
-                entry = self.entries[node.fingerprint]
+                reuse = self.reuse_rules[node.path]
+                d.reused, d.rule = reuse.fingerprint, reuse.rule
+                entry = self.entries[reuse.fingerprint]
+                counters[f"rewrites_{reuse.rule.replace('-', '_')}"] += reuse.rule != "exact"
                 counters["operators_reused"] += 1
                 counters["partitions_reused"] += len(entry.files)
                 counters["bytes_read"] += entry.bytes
@@ -446,7 +474,7 @@ def format_explain(record: QueryRecord) -> str:
     for d in record.operators:
         indent = "  " * (len(d.path) + 1)
         state = (
-            "REUSED entry " + d.reused[:12]
+            "REUSED entry " + d.reused[:12] + ("" if d.rule == "exact" else f" via {d.rule}")
             if d.reused
             else "CACHED as " + d.cached[:12]
             if d.cached

@@ -5,10 +5,13 @@ Pure functions: storage lookups and statistics arrive as callables and mappings.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from qtree.canonical import NEVER_STORED
+from qtree.canonical import NEVER_STORED, expression_key
+from qtree.fingerprint import operator_digest
 from qtree.plan import PlanNode
 
 
@@ -26,19 +29,105 @@ def result_node(root: PlanNode) -> PlanNode:
 
 
 @dataclass(frozen=True)
+class Relative:
+    """A cached operator that differs from the wanted one only in what a rewrite fixes."""
+
+    fingerprint: str
+    columns: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Reuse:
+    """Serve the operator at ``path`` from the cached result ``fingerprint``.
+
+    ``rule`` says how: ``exact``, ``project-subset`` (read the cached wider Project and keep
+    ``columns``, the cached output positions in the wanted order) or
+    ``exchange-repartition`` (read the cached repartitioned data and repartition it again).
+    """
+
     path: tuple[int, ...]
     fingerprint: str
+    rule: str = "exact"
+    columns: tuple[int, ...] | None = None
 
 
-def plan_reuse(root: PlanNode, is_cached: Callable[[str], bool]) -> list[Reuse]:
-    """Top-down: the highest storable operators whose results are cached (none nested)."""
+# --- rewrite rules (paper §2.2): which near-misses can be served, and how -------------------------
+
+#: Arguments an Exchange may differ in: only the number of partitions (and its advisory size).
+PARTITION_COUNT_ARGS = frozenset({"numPartitions", "optNumPartitions", "optAdvisoryPartitionSize"})
+REPARTITIONS = frozenset({"RepartitionByExpression", "Repartition"})
+
+
+def relaxed_key(node: PlanNode) -> str | None:
+    """Key shared by operators a rewrite rule can serve from one another, else None.
+
+    A Project is keyed by its input alone (columns are compared by :func:`project_subset`);
+    a repartition by its input and partitioning expressions, not its partition count.
+    """
+    if len(node.children) != 1 or not storable(node):
+        return None
+    if node.op == "Project":
+        shape = ["Project"]
+    elif node.op in REPARTITIONS:
+        args = {k: v for k, v in node.args.items() if k not in PARTITION_COUNT_ARGS}
+        shape = [node.op, operator_digest(node.with_(args=args))]
+    else:
+        return None
+    text = json.dumps(shape + [node.children[0].fingerprint])
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def project_columns(node: PlanNode) -> tuple[str, ...]:
+    """Canonical keys of a Project's output expressions, in output order."""
+    if node.op != "Project":
+        return ()
+    return tuple(expression_key(e) for e in node.args.get("projectList", []))
+
+
+def project_subset(node: PlanNode, relative: Relative) -> tuple[int, ...] | None:
+    """Positions in the cached Project's output of each column ``node`` needs, if all present."""
+    available = {key: i for i, key in reversed(list(enumerate(relative.columns)))}
+    wanted = project_columns(node)
+    if not wanted or any(key not in available for key in wanted):
+        return None
+    return tuple(available[key] for key in wanted)
+
+
+def match_relative(node: PlanNode, relatives: list[Relative]) -> Reuse | None:
+    """The first relative a rewrite rule can serve ``node`` from."""
+    for relative in relatives:
+        if relative.fingerprint == node.fingerprint:
+            continue
+        if node.op == "Project":
+            columns = project_subset(node, relative)
+            if columns is not None:
+                return Reuse(node.path, relative.fingerprint, "project-subset", columns)
+        elif node.op in REPARTITIONS:
+            return Reuse(node.path, relative.fingerprint, "exchange-repartition")
+    return None
+
+
+def plan_reuse(
+    root: PlanNode,
+    is_cached: Callable[[str], bool],
+    cached_relatives: Callable[[str], list[Relative]] = lambda key: [],
+) -> list[Reuse]:
+    """Top-down: the highest operators servable from the cache (none nested).
+
+    An exact match wins; otherwise a rewrite rule may serve the operator from a relative.
+    """
     found: list[Reuse] = []
 
     def visit(node: PlanNode) -> None:
-        if storable(node) and is_cached(node.fingerprint):
-            found.append(Reuse(node.path, node.fingerprint))
-            return
+        if storable(node):
+            if is_cached(node.fingerprint):
+                found.append(Reuse(node.path, node.fingerprint))
+                return
+            key = relaxed_key(node)
+            reuse = match_relative(node, cached_relatives(key)) if key else None
+            if reuse is not None:
+                found.append(reuse)
+                return
         for child in node.children:
             visit(child)
 

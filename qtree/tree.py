@@ -20,6 +20,7 @@ import sqlite_utils
 
 from criss.errors import CatalogError
 from qtree.plan import PlanNode
+from qtree.rewrite import Relative, project_columns, relaxed_key
 
 SCHEMA_VERSION = "1"
 
@@ -103,6 +104,11 @@ class QTree:
                 {"parent": str, "position": int, "child": str}, pk=("parent", "position")
             )
             db["edges"].create_index(["child"])
+        nodes = db["nodes"]
+        if "relaxed_key" not in nodes.columns_dict:
+            nodes.add_column("relaxed_key", str)
+            nodes.add_column("columns", str)
+            nodes.create_index(["relaxed_key"])
 
     @property
     def start_time(self) -> float:
@@ -150,7 +156,7 @@ class QTree:
         rel = node.relation or {}
         self.db.execute(
             "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, "
-            "rel_key, rel_version) values (?, ?, ?, 1, ?, ?, ?, ?)",
+            "rel_key, rel_version, relaxed_key, columns) values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
             [
                 node.fingerprint,
                 node.op,
@@ -159,6 +165,8 @@ class QTree:
                 now,
                 rel.get("key"),
                 rel.get("version"),
+                relaxed_key(node),
+                json.dumps(project_columns(node)),
             ],
         )
         for position, child in enumerate(node.children):
@@ -182,6 +190,15 @@ class QTree:
             for row in self.db.query(f"select * from nodes where fingerprint in ({marks})", chunk):
                 out[row["fingerprint"]] = _stats_from_row(row)
         return out
+
+    def relatives(self, key: str) -> list[Relative]:
+        """Operators sharing ``key`` (see :func:`qtree.rewrite.relaxed_key`)."""
+        rows = self.db.query(
+            "select fingerprint, columns from nodes where relaxed_key = ? "
+            "order by last_access desc",
+            [key],
+        )
+        return [Relative(r["fingerprint"], tuple(json.loads(r["columns"] or "[]"))) for r in rows]
 
     def get(self, fingerprint: str) -> NodeStats | None:
         return self._load([fingerprint]).get(fingerprint)

@@ -121,11 +121,13 @@ def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
         "--out",
         str(out),
         "--quiet",
+        "--warmup",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["queries"] == 3 and len(result["modes"]["spark"]["queries"]) == 3
+    assert result["warmup"] is True
 
 
 def test_every_cli_command_has_help_and_is_in_the_readme():
