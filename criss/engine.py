@@ -411,7 +411,8 @@ class _Planner:
                 reuse = self.reuse_rules[node.path]
                 d.reused, d.rule = reuse.fingerprint, reuse.rule
                 entry = self.entries[reuse.fingerprint]
-                counters[f"rewrites_{reuse.rule.replace('-', '_')}"] += reuse.rule != "exact"
+                if reuse.rule != "exact":
+                    counters[f"rewrites_{reuse.rule.replace('-', '_')}"] += 1
                 counters["operators_reused"] += 1
                 counters["partitions_reused"] += len(entry.files)
                 counters["bytes_read"] += entry.bytes
