@@ -19,23 +19,13 @@ from rowcompare import assert_same_rows
 
 from criss.bridge import plan_overlap
 from criss.errors import WorkloadError
+from experiments.streams import salted_tables
 from experiments.tpch import queries
 
 SF = 0.01
 SEEDS = (1, 2, 3)
-#: First key column of each table: ``key <> -7`` keeps every row but makes a distinct scan.
-TABLE_KEYS = {
-    "region": "r_regionkey",
-    "nation": "n_nationkey",
-    "supplier": "s_suppkey",
-    "customer": "c_custkey",
-    "part": "p_partkey",
-    "partsupp": "ps_partkey",
-    "orders": "o_orderkey",
-    "lineitem": "l_orderkey",
-}
 #: Every table as a derived table that keeps all its rows but is a scan of its own.
-DERIVED = {t: f"(select * from {t} where {key} <> -7)" for t, key in TABLE_KEYS.items()}
+DERIVED = salted_tables(7)
 #: Bounds on the share of a variant's analyzed plan that also occurs in the original's.
 V60_BOUNDS = (0.45, 0.85)
 V30_BOUNDS = (0.30, 0.56)
