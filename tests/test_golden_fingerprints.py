@@ -1,0 +1,88 @@
+"""Golden fixtures pin the canonical form: TPC-H fingerprints and reformulations.
+
+The stored fingerprints were computed in another JVM; matching them proves canonicalization
+is stable across JVMs and runs. File listings (paths, mtimes) are replaced by the file name
+so the fixture does not depend on where or when the data was generated. After an intended
+change of the canonical form or of Spark, regenerate with ``CRISS_UPDATE_GOLDEN=1``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from criss.bridge import CatalystBridge
+from experiments.tpch import queries
+from qtree import canonicalize, fingerprint_tree
+from qtree.canonical import RULES, relation_identity
+from qtree.plan import PlanNode
+
+pytestmark = pytest.mark.spark
+
+FIXTURE = Path(__file__).parent / "fixtures" / "tpch_fingerprints.json"
+
+#: Pairs of spellings of one computation: (name, reformulation of TPC-H query, its qid).
+REFORMULATIONS = {
+    "q6-reordered": (
+        6,
+        "select sum(l_extendedprice * l_discount) as rev from lineitem "
+        "where l_quantity < 24 and l_discount between 0.06 - 0.01 and 0.06 + 0.01 "
+        "and l_shipdate < date '1994-01-01' + interval '1' year "
+        "and date '1994-01-01' <= l_shipdate",
+    ),
+    "q4-aliased": (
+        4,
+        "select o.o_orderpriority as o_orderpriority, count(*) as order_count from orders o "
+        "where exists (select * from lineitem l where l.l_orderkey = o.o_orderkey "
+        "and l.l_receiptdate > l.l_commitdate) "
+        "and o.o_orderdate < date '1993-07-01' + interval '3' month "
+        "and o.o_orderdate >= date '1993-07-01' "
+        "group by o.o_orderpriority order by o_orderpriority",
+    ),
+}
+
+
+def _file_names_only(node: PlanNode) -> PlanNode:
+    if node.op == "LogicalRelation" and node.relation:
+        files = sorted(Path(f[0]).name for f in node.relation["files"])
+        node = node.with_(relation={"format": node.relation["format"], "files": files})
+    return relation_identity(node)
+
+
+GOLDEN_RULES = tuple(_file_names_only if r is relation_identity else r for r in RULES)
+
+
+def _fingerprints(bridge: CatalystBridge, sql: str) -> list[str]:
+    tree = canonicalize(bridge.capture(bridge.spark.sql(sql)).tree, GOLDEN_RULES)
+    return [n.fingerprint for n in fingerprint_tree(tree).walk()]
+
+
+@pytest.fixture(scope="module")
+def computed(tpch):
+    bridge = CatalystBridge(tpch)
+    out = {
+        f"q{q}": _fingerprints(bridge, queries.statement(q, sf=0.01).sql) for q in queries.QUERY_IDS
+    }
+    out.update({name: _fingerprints(bridge, sql) for name, (_, sql) in REFORMULATIONS.items()})
+    if os.environ.get("CRISS_UPDATE_GOLDEN"):
+        FIXTURE.write_text(json.dumps(out, indent=1, sort_keys=True) + "\n")
+    return out
+
+
+@pytest.mark.parametrize("qid", queries.QUERY_IDS)
+def test_tpch_fingerprints_match_the_golden_fixture(computed, qid):
+    golden = json.loads(FIXTURE.read_text())
+    assert computed[f"q{qid}"] == golden[f"q{qid}"]
+
+
+@pytest.mark.parametrize("name", sorted(REFORMULATIONS))
+def test_reformulation_has_the_original_result_fingerprint(computed, name):
+    qid = REFORMULATIONS[name][0]
+    golden = json.loads(FIXTURE.read_text())
+    assert computed[name] == golden[name]
+    # below the final Sort/Limit wrappers, the reformulation is the same computation
+    assert set(computed[name]) & set(golden[f"q{qid}"]), name
+    assert computed[name][-1] == golden[f"q{qid}"][-1]
