@@ -358,6 +358,12 @@ class _Planner:
     # --- materialization -----------------------------------------------------------------------
 
     def _materialize(self, captured: CapturedPlan, node: PlanNode) -> None:
+        if node.fingerprint in self.entries:
+            # the same subtree occurs twice in this query: write once, read it at both places
+            self.replacements[node.path] = self._read(
+                captured, node.path, self.entries[node.fingerprint]
+            )
+            return
         started = time.perf_counter()
         plan = self.s.bridge.substitute(captured, self.replacements, at=node.path)
         try:

@@ -95,8 +95,14 @@ class EntryStore:
         )
         (staged / MANIFEST).write_text(json.dumps(asdict(entry)))
         final = self.root / key
+        existing = self.get(key)
+        if existing is not None:
+            # Another writer committed the same result first; DataFrames may be reading its
+            # files, so keep them and drop ours.
+            shutil.rmtree(staged, ignore_errors=True)
+            return existing
         if final.exists():
-            self.delete(key)
+            self.delete(key)  # damaged: nobody can be reading it successfully
         try:
             os.rename(staged, final)
         except OSError as exc:

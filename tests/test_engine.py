@@ -37,3 +37,18 @@ def test_tpch_query_through_criss_equals_plain_spark(tpch, cs, qid):
 
 def tpch_plain(spark, sql):
     return spark.sql(sql).collect()
+
+
+@pytest.mark.parametrize("qid", [10, 18])
+def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
+    """orig then v60 make the shared subtrees recur (and get cached); v30 then reuses them.
+
+    Q18 also holds one subtree twice in one plan: it must be written once and read twice.
+    """
+    for variant in ("orig", "v60", "v30", "v60"):
+        sql = queries.statement(qid, variant, sf=0.01).sql
+        df = cs.sql(sql)
+        assert_same_rows(df.collect(), tpch_plain(tpch, sql))
+        assert cs.last_query_summary().get("fallback") is None, cs.explain(df)
+        if variant == "v30":
+            assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
