@@ -152,6 +152,7 @@ class CrissSession:
         """Drop every cached result (except those a live DataFrame reads) and the QTree."""
         self.qtree.clear()
         self.store.clear(keep={k for k, n in self._pins.items() if n > 0})
+        self.bridge.forget_reads()
 
     def close(self) -> None:
         self.qtree.close()
