@@ -157,13 +157,13 @@ class CapturedPlan:
         """Add what canonical JSON lacks: determinism and the identity of file relations."""
         leaves = self.root.collectLeaves()
         jleaves = [leaves.apply(i) for i in range(leaves.size())]
-        identities = {
-            leaf.path: file_relation_identity(jleaf)
-            for leaf, jleaf in zip(tree.leaves(), jleaves, strict=False)
-            if leaf.op == "LogicalRelation"
-        }
         if len(jleaves) != sum(1 for _ in tree.leaves()):
             raise BridgeError("plan JSON and JVM plan disagree on their leaves")
+        identities = {
+            leaf.path: file_relation_identity(jleaf)
+            for leaf, jleaf in zip(tree.leaves(), jleaves, strict=True)
+            if leaf.op == "LogicalRelation"
+        }
         # QueryPlan.deterministic covers the children too: one call settles a deterministic plan.
         nondeterministic = set() if self.root.deterministic() else self._nondeterministic_paths()
 

@@ -213,8 +213,7 @@ class CrissSession:
 
     def estimated_texec(self, node: PlanNode) -> float:
         """Seconds to compute ``node`` guessed from its input bytes and the learned scan rate."""
-        scanned = sum(leaf.relation.get("bytes", 0) for leaf in node.leaves() if leaf.relation)
-        return scanned / self.scan_rate
+        return node.scanned_bytes / self.scan_rate
 
     @property
     def scan_rate(self) -> float:
@@ -224,7 +223,7 @@ class CrissSession:
 
     def learn_scan_rate(self, node: PlanNode, texec: float) -> None:
         """Blend in the input bytes per second of a measured materialization."""
-        scanned = sum(leaf.relation.get("bytes", 0) for leaf in node.leaves() if leaf.relation)
+        scanned = node.scanned_bytes
         if scanned and texec > 0:
             self._scan_rate = 0.7 * self.scan_rate + 0.3 * (scanned / texec)
             self.qtree.set_meta("scan_rate", self._scan_rate)
@@ -449,9 +448,10 @@ class _Planner:
             if benefit <= 0:
                 return f"benefit {benefit:.3g} <= 0 with disk bandwidth"
             return "another operator on its branch has a larger benefit"
-        if self.s.estimated_texec(node) < self.s.options.min_texec:
+        estimate = self.s.estimated_texec(node)
+        if estimate < self.s.options.min_texec:
             return (
-                f"estimated Texec {self.s.estimated_texec(node):.3f}s < min_texec "
+                f"estimated Texec {estimate:.3f}s < min_texec "
                 f"{self.s.options.min_texec}s: not worth a materialization job"
             )
         if o.stats.ref < self.s.options.min_ref:

@@ -68,6 +68,11 @@ class PlanNode:
     def leaves(self) -> Iterator[PlanNode]:
         return (n for n in self.walk() if not n.children)
 
+    @property
+    def scanned_bytes(self) -> int:
+        """Bytes of the files the subtree's leaves read (0 where unknown)."""
+        return sum(leaf.relation.get("bytes", 0) for leaf in self.leaves() if leaf.relation)
+
 
 def tree_from_catalyst_json(nodes: list[dict[str, Any]]) -> PlanNode:
     """Build a PlanNode tree from Catalyst's ``toJSON()`` pre-order list of plan nodes."""
