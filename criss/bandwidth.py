@@ -29,3 +29,21 @@ def measure_bandwidth(directory: str | Path, size: int = CALIBRATION_BYTES) -> f
     finally:
         path.unlink(missing_ok=True)
     return 2 * size / max(elapsed, 1e-6)
+
+
+def measure_tier_bandwidth(tier, size: int = CALIBRATION_BYTES) -> float:
+    """Bytes per second writing and reading ``size`` bytes through a tier's own contract."""
+    import io
+
+    name = f"calibrate-{os.getpid()}.bin"
+    payload = os.urandom(size)
+    started = time.perf_counter()
+    try:
+        tier.write(name, io.BytesIO(payload))
+        with tier.open(name) as reader:
+            while reader.read(1 << 22):
+                pass
+        elapsed = time.perf_counter() - started
+    finally:
+        tier.delete(name)
+    return 2 * size / max(elapsed, 1e-6)

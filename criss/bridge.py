@@ -20,6 +20,27 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 PHASES = ("analyzed", "optimized")
+#: Settings for materialization jobs: partition i must mean the same rows when only some
+#: partitions are recomputed later, so AQE may not merge or split partitions.
+MATERIALIZE_CONF = {
+    "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    "spark.sql.adaptive.skewJoin.enabled": "false",
+}
+#: Settings that decide how rows fall into partitions (besides the physical plan itself).
+LAYOUT_CONF = (
+    "spark.sql.shuffle.partitions",
+    "spark.sql.files.maxPartitionBytes",
+    "spark.sql.files.openCostInBytes",
+    "spark.sql.files.minPartitionNum",
+    "spark.sql.files.maxPartitionNum",
+)
+#: Per-query noise in physical plan strings: expression ids, plan ids, stage and codegen ids.
+_PLAN_NOISE = (
+    (re.compile(r"#\d+L?"), ""),
+    (re.compile(r"\[plan_id=\d+\]"), ""),
+    (re.compile(r"QueryStage \d+"), "QueryStage"),
+    (re.compile(r"\*\(\d+\)"), "*"),
+)
 #: Hadoop's FileStatus.toString:
 #: "...{path=P; isDirectory=false; length=N; ... modification_time=T; ...}"
 _FILE_STATUS = re.compile(
@@ -40,7 +61,7 @@ class CatalystBridge:
         self._dataset = jvm.org.apache.spark.sql.classic.Dataset
         self._none = jvm.scala.Option.empty()
         self._empty = self.seq([])
-        self._read_plans: dict[tuple[str, float], Any] = {}
+        self._read_plans: dict[tuple[str, tuple[str, ...]], Any] = {}
 
     def seq(self, items: list[Any]) -> Any:
         """A Scala Seq from a Python list."""
@@ -57,7 +78,6 @@ class CatalystBridge:
         self,
         original: Any,
         key: str,
-        created: float,
         files: list[str],
         schema_json: str,
         columns: tuple[int, ...] | None = None,
@@ -69,7 +89,7 @@ class CatalystBridge:
         picks, for each original attribute, the cached column holding it (default: same
         position).
         """
-        read_plan = self._read_plan(key, created, files, schema_json)
+        read_plan = self._read_plan(key, files, schema_json)
         new_attrs, old_attrs = read_plan.output(), original.output()
         n = old_attrs.size()
         if columns is None and new_attrs.size() != n:
@@ -95,8 +115,9 @@ class CatalystBridge:
             )
         return self._project(self.seq(aliases), read_plan)
 
-    def _read_plan(self, key: str, created: float, files: list[str], schema_json: str) -> Any:
-        cached = self._read_plans.get((key, created))
+    def _read_plan(self, key: str, files: list[str], schema_json: str) -> Any:
+        version = (key, tuple(files))
+        cached = self._read_plans.get(version)
         if cached is None:
             from pyspark.sql.types import StructType
 
@@ -107,7 +128,9 @@ class CatalystBridge:
                 else self.spark.createDataFrame([], schema)
             )
             cached = reader._jdf.queryExecution().analyzed()
-            self._read_plans[(key, created)] = cached
+            if len(self._read_plans) >= 512:  # bounded: file lists change as partitions move
+                self._read_plans.clear()
+            self._read_plans[version] = cached
         return cached
 
     def forget_reads(self) -> None:
@@ -131,11 +154,100 @@ class CatalystBridge:
         ]
         return node.withNewChildren(self.seq(kids))
 
+    def partitioned(self, plan: Any) -> PartitionedResult:
+        """Prepare ``plan``'s result for a partition-by-partition write (see PartitionedResult)."""
+        return PartitionedResult(self, self.dataframe_of(plan))
+
     def dataframe_of(self, plan: Any) -> DataFrame:
         """Wrap a JVM logical plan as a PySpark DataFrame (Spark re-analyzes and re-optimizes)."""
         from pyspark.sql import DataFrame
 
         return DataFrame(self._dataset.ofRows(self.spark._jsparkSession, plan), self.spark)
+
+
+class PartitionedResult:
+    """An operator's result as an RDD whose partition i can be computed on its own.
+
+    Creating it runs the shuffle stages below the final one (AQE plans them); ``frame``
+    then yields a DataFrame over all partitions or only some, with positional columns
+    ``c0..cN``. ``layout`` fingerprints the final physical plan and the settings that place
+    rows into partitions: recomputing a subset of partitions is only valid under an equal
+    layout and partition count.
+    """
+
+    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+        self.bridge = bridge
+        spark = bridge.spark
+        try:
+            with _temporary_conf(spark, MATERIALIZE_CONF):
+                qe = df._jdf.queryExecution()
+                self.rdd = qe.toRdd()
+                physical = qe.executedPlan()
+                if physical.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+                    physical = physical.executedPlan()  # the final plan, now that it has run
+                plan_text = str(physical.toString())
+                settings = [spark.conf.get(k, None) for k in LAYOUT_CONF]
+                settings.append(str(spark.sparkContext.defaultParallelism))
+        except Exception as exc:
+            if type(exc).__module__.startswith(("py4j", "pyspark")):
+                raise BridgeError(f"cannot prepare the operator's result: {exc}") from exc
+            raise
+        self.num_partitions = int(self.rdd.getNumPartitions())
+        self.layout = hashlib.sha256(
+            json.dumps([normalize_physical_plan(plan_text), settings]).encode()
+        ).hexdigest()[:32]
+        self.schema_json = json.dumps(
+            {
+                "type": "struct",
+                "fields": [
+                    {
+                        "name": f"c{i}",
+                        "type": f.dataType.jsonValue(),
+                        "nullable": True,
+                        "metadata": {},
+                    }
+                    for i, f in enumerate(df.schema.fields)
+                ],
+            }
+        )
+
+    def frame(self, indices: list[int] | None = None) -> DataFrame:
+        """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
+        from pyspark.sql import DataFrame
+
+        jvm, rdd = self.bridge.jvm, self.rdd
+        if indices is not None:
+            keep = self.bridge.seq(sorted(indices)).toSet()
+            rdd = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, keep)
+        schema = jvm.org.apache.spark.sql.types.DataType.fromJson(self.schema_json)
+        spark = self.bridge.spark
+        return DataFrame(spark._jsparkSession.internalCreateDataFrame(rdd, schema, False), spark)
+
+
+def normalize_physical_plan(text: str) -> str:
+    for pattern, replacement in _PLAN_NOISE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+class _temporary_conf:
+    """Set SQL settings for the duration of a block, then restore them."""
+
+    def __init__(self, spark: SparkSession, settings: dict[str, str]) -> None:
+        self.spark, self.settings = spark, settings
+        self.saved: dict[str, str | None] = {}
+
+    def __enter__(self) -> None:
+        for key, value in self.settings.items():
+            self.saved[key] = self.spark.conf.get(key, None)
+            self.spark.conf.set(key, value)
+
+    def __exit__(self, *exc: object) -> None:
+        for key, value in self.saved.items():
+            if value is None:
+                self.spark.conf.unset(key)
+            else:
+                self.spark.conf.set(key, value)
 
 
 class CapturedPlan:

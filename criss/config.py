@@ -41,6 +41,10 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
         ) from None
 
 
+MEDIA = ("hybrid", "memory", "disk")
+GRANULARITIES = ("partition", "operator")
+
+
 def default_home() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "criss"
@@ -71,9 +75,26 @@ class CrissOptions:
     #: Operators estimated to take less (from their input bytes) are not worth a separate
     #: materialization job until measured otherwise.
     min_texec: float = 0.2
-    #: Disk tier bandwidth in bytes/s; measured once per home when not given.
-    disk_bandwidth: float | None = None
+    #: Tiers taking new data: ``hybrid`` (memory, then disk), ``memory`` or ``disk`` only.
+    media: str = "hybrid"
+    #: Unit of placement and replacement: ``partition`` or ``operator`` (whole results).
+    granularity: str = "partition"
+    #: Quotas in bytes ("512m", "4g"); default: a share of tmpfs / free disk space, capped.
+    memory_capacity: int | None = None
     disk_capacity: int | None = None
+    #: Memory tier directory on tmpfs; default derived from ``home`` under /dev/shm.
+    memory_dir: str | None = None
+    #: Tier bandwidths in bytes/s; measured once per home when not given.
+    memory_bandwidth: float | None = None
+    disk_bandwidth: float | None = None
+    #: Alluxio proxy REST address (e.g. http://host:39999); when set, Alluxio is the fast tier.
+    alluxio_url: str | None = None
+    #: Alluxio directory for this home's data (default /criss/<hash of home>).
+    alluxio_root: str | None = None
+    #: Local path where Alluxio is mounted (FUSE) so Spark reads files as local paths.
+    alluxio_mount: str | None = None
+    alluxio_capacity: int | None = None
+    alluxio_bandwidth: float | None = None
     #: Python UDF names trusted to be deterministic.
     allowed_udfs: tuple[str, ...] = ()
     #: Seconds to wait for a catalog lock held by another application before running uncached.
@@ -112,10 +133,15 @@ class CrissOptions:
             out["min_texec"] = float(out["min_texec"])
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
-        if "disk_bandwidth" in out:
-            out["disk_bandwidth"] = float(parse_bytes(out["disk_bandwidth"], "disk_bandwidth"))
-        if "disk_capacity" in out:
-            out["disk_capacity"] = parse_bytes(out["disk_capacity"], "disk_capacity")
+        for name in ("memory_bandwidth", "disk_bandwidth", "alluxio_bandwidth"):
+            if name in out:
+                out[name] = float(parse_bytes(out[name], name))
+        for name in ("memory_capacity", "disk_capacity", "alluxio_capacity"):
+            if name in out:
+                out[name] = parse_bytes(out[name], name)
+        for name, allowed in (("media", MEDIA), ("granularity", GRANULARITIES)):
+            if name in out and out[name] not in allowed:
+                raise ConfigError(f"{name}={out[name]!r} is not one of {', '.join(allowed)}")
         if "allowed_udfs" in out and isinstance(out["allowed_udfs"], str):
             out["allowed_udfs"] = tuple(
                 x.strip() for x in out["allowed_udfs"].split(",") if x.strip()

@@ -8,6 +8,7 @@ or stores results → the bridge builds the rewritten plan → Spark runs it.
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 import weakref
@@ -15,10 +16,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss.bandwidth import measure_bandwidth
-from criss.bridge import CapturedPlan, CatalystBridge
+from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
 from criss.config import CrissOptions
-from criss.errors import CrissError
+from criss.errors import CrissError, StorageError
+from criss.space import open_cache
 from policies import get_policy
 from policies.selection import Candidate, best_per_branch, collect_score, measured_score
 from qtree import QTree, canonicalize, fingerprint_tree
@@ -26,7 +27,8 @@ from qtree.canonical import RULES, mark_python_udfs
 from qtree.plan import PlanNode
 from qtree.rewrite import Relative, Reuse, outside, plan_reuse, result_node, storable
 from qtree.tree import Observation
-from storage import Entry, EntryStore
+from storage.cache import StoreResult, remove_staging, staged_bytes
+from storage.catalog import EntryRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -66,6 +68,8 @@ class OperatorDecision:
     why_not: str | None = None
     benefit: float | None = None
     stats: str = ""
+    #: Partition-level reuse, e.g. "8/8 reused" or "6/8 reused, 2 recomputed".
+    partitions: str | None = None
 
 
 @dataclass
@@ -89,14 +93,14 @@ class CrissSession:
         self.home = options.home
         self.home.mkdir(parents=True, exist_ok=True)
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
-        self.store = EntryStore(self.home / "disk", name="disk")
-        self.bridge = CatalystBridge(spark)
         self.policy = get_policy(options.policy)
+        self.cache = open_cache(options, self.home, self.qtree, self.policy)
+        self.bridge = CatalystBridge(spark)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
-        self._pins: Counter = Counter()
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._last: QueryRecord | None = None
-        self.disk_bandwidth = options.disk_bandwidth or self._calibrated_bandwidth()
+        # the paper chooses what to cache assuming the worst case: it will sit on disk
+        self.disk_bandwidth = float(self.cache.tiers["disk"].bandwidth or 1e8)
         self._scan_rate: float | None = None
         self._rules = tuple(
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
@@ -122,18 +126,18 @@ class CrissSession:
         return format_explain(record)
 
     def report(self) -> dict[str, Any]:
-        """Counters and tier usage, JSON-serialisable."""
+        """Counters, per-tier usage and traffic, and every entry with its bitmap (JSON-ready)."""
+        cache = self.cache.report()
         return {
             "counters": dict(self.counters),
-            "tiers": {
-                self.store.name: {
-                    "used_bytes": self.store.used_bytes(),
-                    "capacity_bytes": self.options.disk_capacity,
-                }
-            },
+            "tiers": cache["tiers"],
+            "entries": cache["entries"],
+            "faults": dict(self.cache.faults),
+            "partitions_refused": cache["partitions_refused"],
             "qtree_operators": len(self.qtree),
             "policy": self.policy.name,
-            "disk_bandwidth": self.disk_bandwidth,
+            "media": self.options.media,
+            "granularity": self.options.granularity,
             "home": str(self.home),
         }
 
@@ -148,13 +152,20 @@ class CrissSession:
             "fallback": record.fallback,
         }
 
-    def clear(self) -> None:
-        """Drop every cached result (except those a live DataFrame reads) and the QTree."""
-        self.qtree.clear()
-        self.store.clear(keep={k for k, n in self._pins.items() if n > 0})
+    def clear(self, tier: str | None = None) -> None:
+        """Drop every cached result and the QTree, or only what ``tier`` holds.
+
+        Results a live DataFrame reads are kept.
+        """
+        if tier is not None and tier not in self.cache.tiers:
+            raise StorageError(f"no tier {tier!r}; tiers: {', '.join(self.cache.tiers)}")
+        if tier is None:
+            self.qtree.clear()
+        self.cache.clear(tier)
         self.bridge.forget_reads()
 
     def close(self) -> None:
+        self.cache.close()
         self.qtree.close()
 
     def __enter__(self) -> CrissSession:
@@ -171,16 +182,19 @@ class CrissSession:
             return df
         record = QueryRecord(sql)
         started = time.perf_counter()
+        planner = _Planner(self, df, record)
         try:
-            planned = _Planner(self, df, record).run()
+            planned = planner.run()
         except (CrissError, OSError, ValueError) as exc:
+            planner.release()
             return self._fall_back(df, record, exc)
         except Exception as exc:  # a py4j/JVM failure inside Criss must not fail the query
             if type(exc).__module__.startswith(("py4j", "pyspark")):
+                planner.release()
                 return self._fall_back(df, record, exc)
             raise
         record.planning_seconds = time.perf_counter() - started - record.materialize_seconds
-        self._finish(planned, record)
+        self._finish(planned, record, planner)
         return planned
 
     def _fall_back(self, df: DataFrame, record: QueryRecord, exc: BaseException) -> DataFrame:
@@ -193,23 +207,19 @@ class CrissSession:
         self._remember(df, record)
         return df
 
-    def _finish(self, df: DataFrame, record: QueryRecord) -> None:
+    def _finish(self, df: DataFrame, record: QueryRecord, planner: _Planner) -> None:
         self.counters.update(record.counters)
         self._last = record
         self._remember(df, record)
-        keys = [op.reused or op.cached for op in record.operators if op.reused or op.cached]
-        if keys:
-            self._pins.update(keys)
-            weakref.finalize(df, self._unpin, keys)
+        if planner.pinned or planner.leftover_dirs:
+            # the entries (and uncached leftovers) this DataFrame reads live as long as it does
+            weakref.finalize(df, planner.release)
 
     def _remember(self, df: DataFrame, record: QueryRecord) -> None:
         try:
             self._records[df] = record
         except TypeError:
             pass
-
-    def _unpin(self, keys: list[str]) -> None:
-        self._pins.subtract(keys)
 
     def estimated_texec(self, node: PlanNode) -> float:
         """Seconds to compute ``node`` guessed from its input bytes and the learned scan rate."""
@@ -228,14 +238,25 @@ class CrissSession:
             self._scan_rate = 0.7 * self.scan_rate + 0.3 * (scanned / texec)
             self.qtree.set_meta("scan_rate", self._scan_rate)
 
-    def _calibrated_bandwidth(self) -> float:
-        key = f"bandwidth:{self.store.root}"
-        cached = self.qtree.meta(key)
-        if cached:
-            return float(cached)
-        bw = measure_bandwidth(self.store.root / "_tmp")
-        self.qtree.set_meta(key, bw)
-        return bw
+
+class _Lease:
+    """What one planned DataFrame holds: pinned entries and staged files the cache refused."""
+
+    def __init__(self, cache) -> None:
+        self.cache = cache
+        self.pinned: list[str] = []
+        self.leftover_dirs: list[str] = []
+
+    def pin(self, key: str) -> None:
+        self.cache.pin([key])
+        self.pinned.append(key)
+
+    def release(self) -> None:
+        keys, self.pinned = self.pinned, []
+        self.cache.unpin(keys)
+        dirs, self.leftover_dirs = self.leftover_dirs, []
+        for directory in dirs:
+            remove_staging(directory)
 
 
 class _Planner:
@@ -246,8 +267,24 @@ class _Planner:
         self.df = df
         self.record = record
         self.replacements: dict[tuple[int, ...], Any] = {}
-        self.entries: dict[str, Entry] = {}
+        self.entries: dict[str, EntryRecord] = {}
+        #: key → files this query reads for it, and the schema they were written with.
+        self.files: dict[str, list[str]] = {}
+        self.schemas: dict[str, str] = {}
         self.reuse_rules: dict[tuple[int, ...], Reuse] = {}
+        self.partition_counts: dict[tuple[int, ...], _Served] = {}
+        self.lease = _Lease(session.cache)
+
+    @property
+    def pinned(self) -> list[str]:
+        return self.lease.pinned
+
+    @property
+    def leftover_dirs(self) -> list[str]:
+        return self.lease.leftover_dirs
+
+    def release(self) -> None:
+        self.lease.release()
 
     def run(self) -> DataFrame:
         captured = self.s.bridge.capture(self.df)
@@ -255,14 +292,16 @@ class _Planner:
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
         self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
-        reuse = plan_reuse(tree, self._is_cached, self._cached_relatives)
-        for r in reuse:
-            self.replacements[r.path] = self._serve(captured, r)
-            self.reuse_rules[r.path] = r
-        chosen = self._choose(tree, observations, {r.path for r in reuse})
+        for r in plan_reuse(tree, self._is_cached, self._cached_relatives):
+            served = self._serve(captured, r)
+            if served is not None:
+                self.replacements[r.path] = served
+                self.reuse_rules[r.path] = r
+        reused = set(self.reuse_rules)
+        chosen = self._choose(tree, observations, reused)
         for node in sorted(chosen, key=lambda n: -len(n.path)):
             self._materialize(captured, node)
-        self._explain(tree, observations, {r.path for r in reuse}, {n.path for n in chosen})
+        self._explain(tree, observations, reused, {n.path for n in chosen})
         if not self.replacements:
             return self.df
         bridge = self.s.bridge
@@ -272,32 +311,139 @@ class _Planner:
         self,
         captured: CapturedPlan,
         path: tuple[int, ...],
-        entry: Entry,
+        key: str,
         columns: tuple[int, ...] | None = None,
     ) -> Any:
         return self.s.bridge.cached_read_plan(
-            captured.node_at(path),
-            entry.key,
-            entry.created,
-            entry.file_paths,
-            entry.schema_json,
-            columns=columns,
+            captured.node_at(path), key, self.files[key], self.schemas[key], columns=columns
         )
 
     def _serve(self, captured: CapturedPlan, reuse: Reuse) -> Any:
         """The plan that serves ``reuse.path`` from its cached entry, per rewrite rule."""
-        entry = self.entries[reuse.fingerprint]
+        key = reuse.fingerprint
+        if key in self.files:
+            entry = self.entries[key]
+            served = _Served(len(entry.bitmap), 0, entry.num_partitions, entry.bytes)
+        else:
+            served = self._open(captured, reuse)
+            if served is None:
+                return None
+        self.partition_counts[reuse.path] = served
         if reuse.rule == "exchange-repartition":
             wanted = captured.node_at(reuse.path)
-            cached = self._read(captured, reuse.path, entry)
+            cached = self._read(captured, reuse.path, key)
             return wanted.withNewChildren(self.s.bridge.seq([cached]))
-        return self._read(captured, reuse.path, entry, reuse.columns)
+        return self._read(captured, reuse.path, key, reuse.columns)
+
+    def _open(self, captured: CapturedPlan, reuse: Reuse) -> _Served | None:
+        """Promote, pin and (for missing partitions) recompute the entry ``reuse`` reads."""
+        cache, key = self.s.cache, reuse.fingerprint
+        entry = self.entries[key]
+        if entry.complete and cache.promote(entry):
+            entry = cache.lookup(key) or entry
+        self.lease.pin(key)
+        reused, reused_bytes = len(entry.bitmap), entry.bytes
+        cache.record_reads(entry)
+        recomputed = 0
+        if entry.complete:
+            self.files[key], self.schemas[key] = cache.uris(entry), entry.schema_json
+        else:
+            recomputed = self._recompute_missing(captured, reuse.path, entry)
+            if recomputed is None:
+                return None
+            reused = entry.num_partitions - recomputed
+        return _Served(reused, recomputed, entry.num_partitions, reused_bytes)
+
+    def _recompute_missing(
+        self, captured: CapturedPlan, path: tuple[int, ...], entry: EntryRecord
+    ) -> int | None:
+        """Compute only the partitions ``entry`` lacks (all if the layout changed); how many.
+
+        None when the entry cannot be completed (a live DataFrame reads an outdated layout).
+        """
+        cache = self.s.cache
+        plan = self.s.bridge.substitute(captured, self.replacements, at=path)
+        started = time.perf_counter()
+        try:
+            result = self.s.bridge.partitioned(plan)
+            if (result.num_partitions, result.layout) == (entry.num_partitions, entry.layout):
+                indices = entry.missing
+            elif cache.pin_count(entry.key) > 1 or cache.pinned_elsewhere(entry.key):
+                return None  # a live DataFrame reads the old partitions: leave them alone
+            else:
+                indices = list(range(result.num_partitions))
+                entry = cache.begin(
+                    entry.key,
+                    op=entry.op,
+                    schema_json=result.schema_json,
+                    num_partitions=result.num_partitions,
+                    layout=result.layout,
+                    texec=entry.texec,
+                    total_bytes=entry.total_bytes,
+                )
+            stored, _ = self._write(result, entry, indices)
+        finally:
+            self.record.materialize_seconds += time.perf_counter() - started
+        self.record.counters["partitions_recomputed"] += len(indices)
+        self._settle(entry.key, stored)
+        return len(indices)
+
+    def _write(
+        self,
+        result: PartitionedResult,
+        entry: EntryRecord | None,
+        indices: list[int],
+        started: float | None = None,
+    ) -> tuple[StoreResult, Any]:
+        """Run the write job for ``indices`` and hand the files to the cache.
+
+        With ``started`` (a first materialization), the entry's Texec and size are recorded
+        before placement, since every partition's benefit is its share of them.
+        """
+        cache = self.s.cache
+        key = entry.key if entry is not None else "unstored"
+        staged = cache.staging_dir(key)
+        everything = indices == list(range(result.num_partitions))
+        frame = result.frame(None if everything else indices)
+        frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
+        if entry is None:
+            return StoreResult(leftovers=_all_files(staged, indices)), staged
+        if started is not None:
+            entry = cache.catalog.set_measurements(
+                entry.key, texec=time.perf_counter() - started, total_bytes=staged_bytes(staged)
+            )
+        stored = cache.store(entry, staged, indices)
+        if stored.leftovers:
+            self.lease.leftover_dirs.append(str(staged))
+        else:
+            remove_staging(staged)
+        return stored, staged
+
+    def _settle(self, key: str, stored: StoreResult) -> None:
+        """Files this query reads for ``key``: its cached partitions plus refused leftovers."""
+        entry = self.s.cache.catalog.entry(key)
+        cached = self.s.cache.uris(entry) if entry is not None else []
+        self.files[key] = cached + [f for f in stored.leftovers.values() if f]
+        if entry is not None:
+            self.schemas[key] = entry.schema_json
+            self.entries[key] = entry
+        self.record.counters["bytes_written"] += stored.bytes_written
 
     def _cached_relatives(self, key: str) -> list[Relative]:
-        return [r for r in self.s.qtree.relatives(key) if self._is_cached(r.fingerprint)]
+        found = []
+        for relative in self.s.qtree.relatives(key):
+            # a relative's plan is not in this query, so its missing partitions can't be rebuilt
+            if (
+                self._is_cached(relative.fingerprint)
+                and self.entries[relative.fingerprint].complete
+            ):
+                found.append(relative)
+        return found
 
     def _is_cached(self, fingerprint: str) -> bool:
-        entry = self.s.store.get(fingerprint)
+        if fingerprint in self.entries:
+            return True
+        entry = self.s.cache.lookup(fingerprint)
         if entry is not None:
             self.entries[fingerprint] = entry
         return entry is not None
@@ -308,7 +454,7 @@ class _Planner:
         if stale:
             doomed = self.s.qtree.invalidate(stale)
             for fingerprint in doomed:
-                self.s.store.delete(fingerprint)
+                self.s.cache.delete(fingerprint)
             self.record.counters["invalidated"] += len(doomed)
 
     # --- selection (paper §1.3) ----------------------------------------------------------------
@@ -358,42 +504,44 @@ class _Planner:
     # --- materialization -----------------------------------------------------------------------
 
     def _materialize(self, captured: CapturedPlan, node: PlanNode) -> None:
-        if node.fingerprint in self.entries:
+        key = node.fingerprint
+        if key in self.files:
             # the same subtree occurs twice in this query: write once, read it at both places
-            self.replacements[node.path] = self._read(
-                captured, node.path, self.entries[node.fingerprint]
-            )
+            self.replacements[node.path] = self._read(captured, node.path, key)
             return
         started = time.perf_counter()
         plan = self.s.bridge.substitute(captured, self.replacements, at=node.path)
         try:
-            entry = self._write(self.s.bridge.dataframe_of(plan), node)
+            result = self.s.bridge.partitioned(plan)
+            indices = list(range(result.num_partitions))
+            self.lease.pin(key)
+            entry = self._begin(node, result, started)
+            stored, staged = self._write(result, entry, indices, started)
+            texec = time.perf_counter() - started
         finally:
             self.record.materialize_seconds += time.perf_counter() - started
-        self.s.qtree.record_stats(
-            node.fingerprint, texec=entry.texec, size_bytes=entry.bytes, rows=entry.rows
-        )
-        self.s.learn_scan_rate(node, entry.texec)
-        self.entries[node.fingerprint] = entry
-        self.replacements[node.path] = self._read(captured, node.path, entry)
+        sizes = _sizes(stored, self.s.cache.catalog.entry(key), indices)
+        if entry is None:
+            self.lease.leftover_dirs.append(str(staged))
+        self.s.qtree.record_stats(key, texec=texec, size_bytes=sizes[0], rows=sizes[1])
+        self.s.learn_scan_rate(node, texec)
+        self.schemas[key] = result.schema_json
+        self._settle(key, stored)
+        self.replacements[node.path] = self._read(captured, node.path, key)
         self.record.counters["operators_cached"] += 1
-        self.record.counters["bytes_written"] += entry.bytes
 
-    def _write(self, df: DataFrame, node: PlanNode) -> Entry:
-        from storage.parquet import count_rows
-
-        positional = df.toDF(*[f"c{i}" for i in range(len(df.columns))])
-        staged = self.s.store.staging_dir(node.fingerprint)
-        started = time.perf_counter()
-        positional.write.parquet(str(staged))
-        texec = time.perf_counter() - started
-        return self.s.store.commit(
+    def _begin(self, node: PlanNode, result: PartitionedResult, started: float):
+        """Open the entry to write, or None if another application is reading an old one."""
+        if self.s.cache.pinned_elsewhere(node.fingerprint):
+            return None
+        return self.s.cache.begin(
             node.fingerprint,
-            staged,
-            schema_json=positional.schema.json(),
-            rows=count_rows(staged),
-            texec=texec,
-            extra={"op": node.op},
+            op=node.op,
+            schema_json=result.schema_json,
+            num_partitions=result.num_partitions,
+            layout=result.layout,
+            texec=time.perf_counter() - started,
+            total_bytes=0,
         )
 
     # --- explanation ---------------------------------------------------------------------------
@@ -416,12 +564,13 @@ class _Planner:
             if node.path in reused:
                 reuse = self.reuse_rules[node.path]
                 d.reused, d.rule = reuse.fingerprint, reuse.rule
-                entry = self.entries[reuse.fingerprint]
                 if reuse.rule != "exact":
                     counters[f"rewrites_{reuse.rule.replace('-', '_')}"] += 1
                 counters["operators_reused"] += 1
-                counters["partitions_reused"] += len(entry.files)
-                counters["bytes_read"] += entry.bytes
+                served = self.partition_counts[node.path]
+                counters["partitions_reused"] += served.reused
+                counters["bytes_read"] += served.bytes_read
+                d.partitions = served.describe()
             elif node.path in cached:
                 d.cached = node.fingerprint
             else:
@@ -461,6 +610,40 @@ class _Planner:
         return "another operator on its branch ranks higher"
 
 
+@dataclass(frozen=True)
+class _Served:
+    """How one reuse was served, partition by partition."""
+
+    reused: int
+    recomputed: int
+    total: int
+    bytes_read: int
+
+    def describe(self) -> str:
+        text = f"{self.reused}/{self.total} partitions reused"
+        return text + (f", {self.recomputed} recomputed" if self.recomputed else "")
+
+
+def _all_files(staged: Any, indices: list[int]) -> dict[int, str]:
+    from storage.cache import staged_files
+
+    return {i: str(p) for i, p in staged_files(staged, indices).items() if p is not None}
+
+
+def _sizes(stored: StoreResult, entry: EntryRecord | None, indices: list[int]) -> tuple[int, int]:
+    """(bytes, rows) of a freshly written result: stored partitions plus leftovers."""
+    import pyarrow.parquet as pq
+
+    size = rows = 0
+    if entry is not None:
+        size, rows = entry.bytes, entry.rows
+    for path in stored.leftovers.values():
+        meta = pq.ParquetFile(path).metadata
+        size += os.path.getsize(path)
+        rows += meta.num_rows
+    return size, rows
+
+
 def _label(record: QueryRecord, d: OperatorDecision) -> str:
     if record.captured is None:
         return d.op
@@ -490,6 +673,7 @@ def format_explain(record: QueryRecord) -> str:
         )
         lines.append(
             f"{indent}{_label(record, d)[:80]}  [{d.fingerprint[:12]}] {state}"
+            + (f"; {d.partitions}" if d.partitions else "")
             + (f"  ({d.stats})" if d.stats else "")
         )
     return "\n".join(lines)

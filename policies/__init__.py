@@ -5,12 +5,13 @@
 92.5
 """
 
-from policies.benefit import BenefitModel, CrissBenefit, RecyclerBenefit
+from policies.benefit import BenefitModel, CrissBenefit, LruBenefit, RecyclerBenefit
 from policies.registry import available_policies, get_policy, register_policy
 
 __all__ = [
     "BenefitModel",
     "CrissBenefit",
+    "LruBenefit",
     "RecyclerBenefit",
     "available_policies",
     "get_policy",

@@ -48,3 +48,19 @@ class RecyclerBenefit:
         self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
     ) -> float:
         return ref * texec / max(size_bytes, 1.0)
+
+
+class LruBenefit:
+    """Least-recently-used as a benefit: only recency counts (a baseline for ablations).
+
+    For choosing what to cache it still refuses results that cost more to store and load
+    than to compute, so it differs from the Criss model only in what it keeps.
+    """
+
+    name = "lru"
+
+    def benefit(
+        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+    ) -> float:
+        transfer = size_bytes / bandwidth
+        return recency if ref * (texec - transfer) - transfer > 0 else 0.0

@@ -7,11 +7,12 @@ from collections.abc import Callable
 from types import MappingProxyType
 
 from criss.errors import ConfigError
-from policies.benefit import BenefitModel, CrissBenefit, RecyclerBenefit
+from policies.benefit import BenefitModel, CrissBenefit, LruBenefit, RecyclerBenefit
 
 _FACTORIES: dict[str, Callable[[], BenefitModel]] = {
     "criss": CrissBenefit,
     "recycler": RecyclerBenefit,
+    "lru": LruBenefit,
 }
 registry = MappingProxyType(_FACTORIES)
 

@@ -200,6 +200,13 @@ class QTree:
         )
         return [Relative(r["fingerprint"], tuple(json.loads(r["columns"] or "[]"))) for r in rows]
 
+    def usage(self, fingerprints: Iterable[str]) -> dict[str, tuple[int, float]]:
+        """(ref, recency) of each known operator; recency counts from the QTree's start."""
+        return {
+            fp: (stats.ref, max(stats.last_access - self.start_time, 1e-3))
+            for fp, stats in self._load(fingerprints).items()
+        }
+
     def get(self, fingerprint: str) -> NodeStats | None:
         return self._load([fingerprint]).get(fingerprint)
 

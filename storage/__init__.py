@@ -1,5 +1,15 @@
-"""Where cached operator results live: tiers, entries and their manifests."""
+"""Where cached operator results live: tiers, partitions, bitmaps and the cache catalog."""
 
-from storage.store import Entry, EntryStore
+from storage.cache import PartitionCache, StoreResult
+from storage.catalog import CacheCatalog, EntryRecord, PartitionRecord
+from storage.tiers import LocalTier, Tier
 
-__all__ = ["Entry", "EntryStore"]
+__all__ = [
+    "CacheCatalog",
+    "EntryRecord",
+    "LocalTier",
+    "PartitionCache",
+    "PartitionRecord",
+    "StoreResult",
+    "Tier",
+]

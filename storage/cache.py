@@ -1,0 +1,494 @@
+"""The partition-granular hybrid cache: entries split into partitions across tiers.
+
+An *entry* is one operator's result in ``num_partitions`` partitions. Each partition is
+one Parquet file in one tier (or no file when it is empty), recorded in the catalog with
+its tier, bytes, rows and CRC-32; the entry's bitmap says which partitions are reusable.
+Where a partition goes, and what makes room for it, is decided by
+:mod:`policies.placement` from benefits computed with each tier's bandwidth (paper §1.5).
+
+Faults degrade to recomputation: a partition whose file is missing, truncated, corrupt
+or unreadable is dropped from the bitmap when it is looked up, so the engine recomputes
+it. Partitions pinned by a live DataFrame (of this or another application sharing the
+home) are never moved or evicted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import uuid
+import zlib
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+
+from criss.errors import StorageError
+from policies.benefit import BenefitModel
+from policies.placement import Move, Placement, TierRoom, Unit, plan_promotion, plan_write
+from storage.catalog import EMPTY, CacheCatalog, EntryRecord, PartitionRecord
+from storage.tiers import Tier, move_file
+
+GRANULARITIES = ("partition", "operator")
+#: Spark's output file name: part-<task index>-<job uuid>-c<file counter>.<codec>.parquet
+_PART_FILE = re.compile(r"^part-(\d+)-.*\.parquet$")
+
+#: key → (ref, recency) of the operators named; supplied by the engine from the QTree.
+Usage = Callable[[Iterable[str]], Mapping[str, tuple[int, float]]]
+
+
+@dataclass
+class TierCounters:
+    hits: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    promotions: int = 0
+    demotions: int = 0
+    evictions: int = 0
+
+
+@dataclass
+class StoreResult:
+    """What became of freshly computed partitions of one entry."""
+
+    stored: list[int] = field(default_factory=list)
+    #: Partitions the cache had no room for: index → local file, readable by this query only.
+    leftovers: dict[int, str] = field(default_factory=dict)
+    bytes_written: int = 0
+
+
+class PartitionCache:
+    """Cached operator results of one ``home``, partition by partition, over ordered tiers.
+
+    ``tiers`` is the placement order (fastest first: memory, disk); ``readable`` adds
+    tiers that may still hold data but take no new writes (e.g. memory in disk-only mode).
+    """
+
+    def __init__(
+        self,
+        catalog_path: Path,
+        tiers: list[Tier],
+        *,
+        policy: BenefitModel,
+        usage: Usage,
+        granularity: str = "partition",
+        readable: Iterable[Tier] = (),
+        timeout: float = 10.0,
+    ) -> None:
+        if granularity not in GRANULARITIES:
+            raise StorageError(f"granularity must be one of {GRANULARITIES}, not {granularity!r}")
+        if not tiers:
+            raise StorageError("a cache needs at least one tier")
+        self.catalog = CacheCatalog(catalog_path, timeout=timeout)
+        self.order = [t.name for t in tiers]
+        self.tiers: dict[str, Tier] = {t.name: t for t in (*tiers, *readable)}
+        self.policy = policy
+        self.usage = usage
+        self.granularity = granularity
+        self.counters = {name: TierCounters() for name in self.tiers}
+        self.faults: Counter = Counter()
+        #: Partitions computed but not stored: no tier could make room for them.
+        self.refused = 0
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._pins: Counter = Counter()
+        self._verified: set[tuple[str, str, int, int]] = set()
+        self.reconcile()
+
+    # --- lookup ------------------------------------------------------------------------------
+
+    def lookup(self, key: str) -> EntryRecord | None:
+        """Entry ``key`` with only its verified partitions marked reusable, or None."""
+        entry = self.catalog.entry(key)
+        if entry is None:
+            return None
+        for index in list(entry.bitmap):
+            record = entry.partitions.get(index)
+            if record is None or not self._intact(record):
+                self._drop(key, index, record, reason="damaged or missing")
+        entry = self.catalog.entry(key)
+        if entry is None or not entry.bitmap:
+            return None
+        if self.granularity == "operator" and not entry.complete:
+            return None  # operator granularity: a partial result is no result
+        return entry
+
+    def _intact(self, record: PartitionRecord) -> bool:
+        """Size against the catalog always; CRC-32 and footer rows once per file version."""
+        if record.empty:
+            return True
+        tier = self.tiers.get(record.tier)
+        if tier is None:
+            return False
+        local = tier.local_path(record.name)
+        try:
+            if local is not None:
+                stat = os.stat(local)
+                size, version = stat.st_size, stat.st_mtime_ns
+            else:
+                size, version = tier.size(record.name), 0
+        except OSError:
+            return False
+        if size != record.bytes:
+            return False
+        token = (record.tier, record.name, record.bytes, version)
+        if token in self._verified:
+            return True
+        try:
+            with tier.open(record.name) as reader:
+                if _crc32(reader) != record.crc:
+                    return False
+            if local is not None and pq.ParquetFile(local).metadata.num_rows != record.rows:
+                return False
+        except (OSError, StorageError, ValueError):  # pyarrow's errors derive from these
+            return False
+        self._verified.add(token)
+        return True
+
+    def _drop(self, key: str, index: int, record: PartitionRecord | None, reason: str) -> None:
+        self.catalog.drop_partition(key, index)
+        self.faults[reason] += 1
+        if record is not None and not record.empty and record.tier in self.tiers:
+            try:
+                self.tiers[record.tier].delete(record.name)
+            except (OSError, StorageError):
+                pass
+
+    def uris(self, entry: EntryRecord) -> list[str]:
+        """Files of every reusable, non-empty partition, in partition order."""
+        out = []
+        for index in sorted(entry.bitmap):
+            record = entry.partitions[index]
+            if not record.empty:
+                out.append(self.tiers[record.tier].uri(record.name))
+        return out
+
+    def record_reads(self, entry: EntryRecord) -> None:
+        for index in entry.bitmap:
+            record = entry.partitions[index]
+            if not record.empty:
+                counters = self.counters[record.tier]
+                counters.hits += 1
+                counters.bytes_read += record.bytes
+
+    # --- writing -----------------------------------------------------------------------------
+
+    def staging_dir(self, key: str) -> Path:
+        """A fresh directory (not created) for Spark to write ``key``'s partitions into."""
+        scratch = self.tiers[self.order[-1]].scratch_dir() or next(
+            t.scratch_dir() for t in self.tiers.values() if t.scratch_dir() is not None
+        )
+        return scratch / f"stage.{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+
+    def begin(
+        self,
+        key: str,
+        *,
+        op: str,
+        schema_json: str,
+        num_partitions: int,
+        layout: str,
+        texec: float,
+        total_bytes: int,
+    ) -> EntryRecord:
+        """Start (or restart) entry ``key``; its old partitions are deleted."""
+        for record in self.catalog.delete_entry(key):
+            if not record.empty and record.tier in self.tiers:
+                self.tiers[record.tier].delete(record.name)
+        return self.catalog.put_entry(
+            key,
+            op=op,
+            schema_json=schema_json,
+            num_partitions=num_partitions,
+            layout=layout,
+            texec=texec,
+            total_bytes=total_bytes,
+        )
+
+    def store(self, entry: EntryRecord, staged: Path, indices: list[int]) -> StoreResult:
+        """Place Spark's output in ``staged`` (task k computed partition ``indices[k]``)."""
+        files = staged_files(staged, indices)
+        result = StoreResult()
+        units = self._units_of_new(entry, files)
+        usage = dict(self.usage({entry.key}))
+        for unit in units:
+            with self.catalog.transaction():
+                placement = plan_write(unit, self._rooms(), self._residents(usage, entry.key))
+                if placement.tier is not None:
+                    self._execute(placement.steps)
+                    result.bytes_written += self._commit(entry, unit, files, placement.tier)
+                    result.stored.extend(unit.indices)
+                    continue
+            self.refused += len(unit.indices)
+            for index in unit.indices:
+                result.leftovers[index] = str(files[index])
+        return result
+
+    def _units_of_new(self, entry: EntryRecord, files: dict[int, Path | None]) -> list[Unit]:
+        sizes = {i: (p.stat().st_size if p is not None else 0) for i, p in files.items()}
+        groups = [tuple(sorted(files))] if self.granularity == "operator" else [(i,) for i in files]
+        (ref, recency) = self.usage([entry.key]).get(entry.key, (1, 1.0))
+        return [
+            Unit(
+                entry.key,
+                group,
+                sum(sizes[i] for i in group),
+                self._benefits(entry, sum(sizes[i] for i in group), ref, recency),
+            )
+            for group in groups
+        ]
+
+    def _commit(
+        self, entry: EntryRecord, unit: Unit, files: dict[int, Path | None], tier_name: str
+    ) -> int:
+        tier, written = self.tiers[tier_name], 0
+        for index in unit.indices:
+            local = files[index]
+            if local is None:
+                self.catalog.add_partition(PartitionRecord(entry.key, index, EMPTY, "", 0, 0, 0))
+                continue
+            rows = pq.ParquetFile(local).metadata.num_rows
+            with open(local, "rb") as reader:
+                crc = _crc32(reader)
+            name = f"{entry.key}/{index:05d}-{uuid.uuid4().hex[:8]}.parquet"
+            size = tier.adopt(local, name)
+            self.catalog.add_partition(
+                PartitionRecord(entry.key, index, tier_name, name, size, rows, crc)
+            )
+            self.counters[tier_name].bytes_written += size
+            written += size
+        return written
+
+    # --- placement ---------------------------------------------------------------------------
+
+    def _rooms(self) -> list[TierRoom]:
+        used = self.catalog.used_bytes()
+        return [
+            TierRoom(name, self.tiers[name].capacity_bytes, used.get(name, 0))
+            for name in self.order
+        ]
+
+    def _residents(self, usage: dict[str, tuple[int, float]], writing: str = "") -> list[Unit]:
+        """Every stored unit with its benefit per tier; ``writing``'s own units are pinned."""
+        entries = {e.key: e for e in self.catalog.entries()}
+        missing = set(entries) - set(usage)
+        if missing:
+            usage.update(self.usage(missing))
+        pinned = self.pinned() | {writing}
+        groups: dict[tuple[str, str], list[PartitionRecord]] = {}
+        for record in self.catalog.partitions():
+            group = record.key if self.granularity == "operator" else f"{record.key}/{record.index}"
+            groups.setdefault((group, record.tier), []).append(record)
+        units = []
+        for (_, tier), records in groups.items():
+            key = records[0].key
+            size = sum(r.bytes for r in records)
+            ref, recency = usage.get(key, (1, 1.0))
+            units.append(
+                Unit(
+                    key,
+                    tuple(sorted(r.index for r in records)),
+                    size,
+                    self._benefits(entries[key], size, ref, recency) if key in entries else {},
+                    tier=tier,
+                    pinned=key in pinned,
+                )
+            )
+        return units
+
+    def _benefits(self, entry: EntryRecord, size: int, ref: int, recency: float) -> dict:
+        """Benefit of ``size`` bytes of ``entry`` kept in each tier (its share of Texec)."""
+        total = entry.total_bytes or size or 1
+        texec = entry.texec * size / total
+        return {
+            name: self.policy.benefit(
+                ref=ref,
+                texec=texec,
+                size_bytes=float(size),
+                bandwidth=tier.bandwidth or 1e9,
+                recency=recency,
+            )
+            for name, tier in self.tiers.items()
+        }
+
+    def _execute(self, steps: Iterable[Move]) -> None:
+        for move in steps:
+            unit = move.unit
+            assert unit.tier is not None
+            for index in unit.indices:
+                record = self.catalog.entry(unit.key)
+                part = record.partitions.get(index) if record else None
+                if part is None or part.tier != unit.tier:
+                    continue  # another application moved it meanwhile
+                if move.to is None:
+                    self.tiers[unit.tier].delete(part.name)
+                    self.catalog.drop_partition(unit.key, index)
+                    self.counters[unit.tier].evictions += 1
+                else:
+                    move_file(self.tiers[unit.tier], self.tiers[move.to], part.name)
+                    self.catalog.move_partition(unit.key, index, move.to)
+                    self.counters[move.to].demotions += 1
+
+    def promote(self, entry: EntryRecord) -> int:
+        """Move reused partitions in slower tiers to the fastest one when they earn it."""
+        fastest = self.order[0]
+        if len(self.order) < 2 or self.pinned() & {entry.key}:
+            return 0
+        promoted = 0
+        usage = dict(self.usage({entry.key}))
+        with self.catalog.transaction():
+            residents = self._residents(usage)
+            mine = [u for u in residents if u.key == entry.key and u.tier not in (fastest, EMPTY)]
+            for unit in mine:
+                decision: Placement = plan_promotion(unit, self._rooms(), self._residents(usage))
+                if decision.tier is None:
+                    continue
+                self._execute(decision.steps)
+                self._execute([Move(unit, decision.tier)])
+                self.counters[fastest].promotions += len(unit.indices)
+                self.counters[fastest].demotions -= len(unit.indices)
+                promoted += len(unit.indices)
+        return promoted
+
+    # --- pins --------------------------------------------------------------------------------
+
+    def pin(self, keys: Iterable[str]) -> None:
+        self._pins.update(keys)
+
+    def unpin(self, keys: Iterable[str]) -> None:
+        """Release pins (safe from a finalizer: only memory is touched, published later)."""
+        self._pins.subtract(keys)
+
+    def pin_count(self, key: str) -> int:
+        return self._pins.get(key, 0)
+
+    def pinned_elsewhere(self, key: str) -> bool:
+        """Whether another live application's DataFrames read ``key``."""
+        return key in self.catalog.pinned_by_others(self.owner)
+
+    def pinned(self) -> set[str]:
+        mine = {k for k, n in self._pins.items() if n > 0}
+        self.catalog.publish_pins(self.owner, mine)
+        return mine | self.catalog.pinned_by_others(self.owner)
+
+    # --- maintenance -------------------------------------------------------------------------
+
+    def delete(self, key: str) -> None:
+        """Forget entry ``key``; files a live DataFrame reads stay until the next start."""
+        keep_files = key in self.pinned()
+        for record in self.catalog.delete_entry(key):
+            if not keep_files and not record.empty and record.tier in self.tiers:
+                self.tiers[record.tier].delete(record.name)
+
+    def clear(self, tier: str | None = None) -> None:
+        """Drop every unpinned entry (or only the partitions stored in ``tier``)."""
+        pinned = self.pinned()
+        for entry in self.catalog.entries():
+            if entry.key in pinned:
+                continue
+            if tier is None:
+                self.delete(entry.key)
+                continue
+            for record in entry.partitions.values():
+                if record.tier == tier:
+                    self._drop(entry.key, record.index, record, reason="cleared")
+
+    def reconcile(self) -> dict[str, int]:
+        """Make catalog and tiers agree: after a crash, or files removed behind our back.
+
+        Temporary files and files no entry records are removed only when no other live
+        application shares this home (theirs may be mid-write).
+        """
+        self.catalog.publish_pins(self.owner, set())
+        report = Counter()
+        alone = not self.catalog.other_owners_alive(self.owner)
+        for name, tier in self.tiers.items():
+            recorded = {p.name: p for p in self.catalog.partitions(name)}
+            present = tier.list()
+            for record in recorded.values():
+                if present.get(record.name) != record.bytes:
+                    self._drop(record.key, record.index, record, reason="missing at start")
+                    report["dropped"] += 1
+            if alone:
+                report["temp_removed"] += tier.clean_temp()
+                for orphan in set(present) - set(recorded):
+                    tier.delete(orphan)
+                    report["orphans_removed"] += 1
+        self.faults.update(report)
+        return dict(report)
+
+    def report(self) -> dict[str, Any]:
+        used = self.catalog.used_bytes()
+        counts = Counter(p.tier for p in self.catalog.partitions())
+        tiers = {
+            name: {
+                "used_bytes": used.get(name, 0),
+                "capacity_bytes": tier.capacity_bytes,
+                "bandwidth": tier.bandwidth,
+                "partitions": counts.get(name, 0),
+                "writable": name in self.order,
+                **vars(self.counters[name]),
+            }
+            for name, tier in self.tiers.items()
+        }
+        return {
+            "tiers": tiers,
+            "entries": [self.describe(e) for e in self.catalog.entries()],
+            "partitions_refused": self.refused,
+        }
+
+    def describe(self, entry: EntryRecord) -> dict[str, Any]:
+        marks = {name: name[0].upper() for name in self.tiers}
+        strip = "".join(
+            "." if i not in entry.bitmap else marks.get(entry.partitions[i].tier, "0")
+            for i in range(entry.num_partitions)
+        )
+        return {
+            "key": entry.key,
+            "op": entry.op,
+            "num_partitions": entry.num_partitions,
+            "reusable": sorted(entry.bitmap),
+            "bitmap": strip,
+            "bytes": entry.bytes,
+            "rows": entry.rows,
+            "texec": entry.texec,
+            "created": entry.created,
+        }
+
+    def close(self) -> None:
+        self.catalog.close()
+
+
+def staged_files(staged: Path, indices: list[int]) -> dict[int, Path | None]:
+    """Map Spark's part files in ``staged`` to partition indices (None: empty, no file)."""
+    found: dict[int, Path | None] = dict.fromkeys(indices)
+    for path in staged.iterdir():
+        match = _PART_FILE.match(path.name)
+        if not match:
+            continue
+        task = int(match.group(1))
+        if task >= len(indices):
+            raise StorageError(f"unexpected output file {path.name} for {len(indices)} tasks")
+        if found[indices[task]] is not None:
+            raise StorageError(f"partition {indices[task]} was written as several files")
+        found[indices[task]] = path
+    return found
+
+
+def staged_bytes(staged: Path) -> int:
+    return sum(p.stat().st_size for p in Path(staged).iterdir() if _PART_FILE.match(p.name))
+
+
+def remove_staging(path: str | Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _crc32(reader: Any) -> int:
+    crc = 0
+    while chunk := reader.read(1 << 20):
+        crc = zlib.crc32(chunk, crc)
+    return crc
