@@ -8,7 +8,6 @@ or stores results → the bridge builds the rewritten plan → Spark runs it.
 from __future__ import annotations
 
 import logging
-import os
 import time
 import warnings
 import weakref
@@ -338,10 +337,13 @@ class _Planner:
     def _open(self, captured: CapturedPlan, reuse: Reuse) -> _Served | None:
         """Promote, pin and (for missing partitions) recompute the entry ``reuse`` reads."""
         cache, key = self.s.cache, reuse.fingerprint
-        entry = self.entries[key]
-        if entry.complete and cache.promote(entry):
-            entry = cache.lookup(key) or entry
+        if self.entries[key].complete:
+            cache.promote(self.entries[key])
         self.lease.pin(key)
+        entry = cache.lookup(key)  # again, now that nobody may move or evict it
+        if entry is None or (reuse.rule != "exact" and not entry.complete):
+            return None
+        self.entries[key] = entry
         reused, reused_bytes = len(entry.bitmap), entry.bytes
         cache.record_reads(entry)
         recomputed = 0
@@ -381,12 +383,21 @@ class _Planner:
                     texec=entry.texec,
                     total_bytes=entry.total_bytes,
                 )
+            kept = {} if indices == list(range(result.num_partitions)) else self._uris(entry)
             stored, _ = self._write(result, entry, indices)
         finally:
             self.record.materialize_seconds += time.perf_counter() - started
         self.record.counters["partitions_recomputed"] += len(indices)
-        self._settle(entry.key, stored)
+        self._settle(entry.key, entry.schema_json, kept, stored)
         return len(indices)
+
+    def _uris(self, entry: EntryRecord) -> dict[int, str]:
+        """index → file of the reusable partitions of ``entry`` (as looked up, now pinned)."""
+        return {
+            i: self.s.cache.tiers[p.tier].uri(p.name)
+            for i, p in entry.partitions.items()
+            if i in entry.bitmap and not p.empty
+        }
 
     def _write(
         self,
@@ -407,7 +418,7 @@ class _Planner:
         frame = result.frame(None if everything else indices)
         frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
         if entry is None:
-            return StoreResult(leftovers=_all_files(staged, indices)), staged
+            return StoreResult.unstored(staged, indices), staged
         if started is not None:
             entry = cache.catalog.set_measurements(
                 entry.key, texec=time.perf_counter() - started, total_bytes=staged_bytes(staged)
@@ -419,14 +430,16 @@ class _Planner:
             remove_staging(staged)
         return stored, staged
 
-    def _settle(self, key: str, stored: StoreResult) -> None:
-        """Files this query reads for ``key``: its cached partitions plus refused leftovers."""
-        entry = self.s.cache.catalog.entry(key)
-        cached = self.s.cache.uris(entry) if entry is not None else []
-        self.files[key] = cached + [f for f in stored.leftovers.values() if f]
-        if entry is not None:
-            self.schemas[key] = entry.schema_json
-            self.entries[key] = entry
+    def _settle(
+        self, key: str, schema_json: str, kept: dict[int, str], stored: StoreResult
+    ) -> None:
+        """Files this query reads for ``key``: partitions it found plus those it computed.
+
+        Built from this query's own knowledge, never from a fresh catalog read, so a
+        concurrent writer of the same entry cannot add or remove partitions under it.
+        """
+        self.files[key] = list({**kept, **stored.files()}.values())
+        self.schemas[key] = schema_json
         self.record.counters["bytes_written"] += stored.bytes_written
 
     def _cached_relatives(self, key: str) -> list[Relative]:
@@ -520,29 +533,28 @@ class _Planner:
             texec = time.perf_counter() - started
         finally:
             self.record.materialize_seconds += time.perf_counter() - started
-        sizes = _sizes(stored, self.s.cache.catalog.entry(key), indices)
         if entry is None:
             self.lease.leftover_dirs.append(str(staged))
-        self.s.qtree.record_stats(key, texec=texec, size_bytes=sizes[0], rows=sizes[1])
+        self.s.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
         self.s.learn_scan_rate(node, texec)
-        self.schemas[key] = result.schema_json
-        self._settle(key, stored)
+        self._settle(key, result.schema_json, {}, stored)
         self.replacements[node.path] = self._read(captured, node.path, key)
         self.record.counters["operators_cached"] += 1
 
     def _begin(self, node: PlanNode, result: PartitionedResult, started: float):
         """Open the entry to write, or None if another application is reading an old one."""
-        if self.s.cache.pinned_elsewhere(node.fingerprint):
+        try:
+            return self.s.cache.begin(
+                node.fingerprint,
+                op=node.op,
+                schema_json=result.schema_json,
+                num_partitions=result.num_partitions,
+                layout=result.layout,
+                texec=time.perf_counter() - started,
+                total_bytes=0,
+            )
+        except StorageError:
             return None
-        return self.s.cache.begin(
-            node.fingerprint,
-            op=node.op,
-            schema_json=result.schema_json,
-            num_partitions=result.num_partitions,
-            layout=result.layout,
-            texec=time.perf_counter() - started,
-            total_bytes=0,
-        )
 
     # --- explanation ---------------------------------------------------------------------------
 
@@ -622,26 +634,6 @@ class _Served:
     def describe(self) -> str:
         text = f"{self.reused}/{self.total} partitions reused"
         return text + (f", {self.recomputed} recomputed" if self.recomputed else "")
-
-
-def _all_files(staged: Any, indices: list[int]) -> dict[int, str]:
-    from storage.cache import staged_files
-
-    return {i: str(p) for i, p in staged_files(staged, indices).items() if p is not None}
-
-
-def _sizes(stored: StoreResult, entry: EntryRecord | None, indices: list[int]) -> tuple[int, int]:
-    """(bytes, rows) of a freshly written result: stored partitions plus leftovers."""
-    import pyarrow.parquet as pq
-
-    size = rows = 0
-    if entry is not None:
-        size, rows = entry.bytes, entry.rows
-    for path in stored.leftovers.values():
-        meta = pq.ParquetFile(path).metadata
-        size += os.path.getsize(path)
-        rows += meta.num_rows
-    return size, rows
 
 
 def _label(record: QueryRecord, d: OperatorDecision) -> str:

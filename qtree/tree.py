@@ -19,6 +19,7 @@ import networkx as nx
 import sqlite_utils
 
 from criss.errors import CatalogError
+from criss.sqlite import open_catalog
 from qtree.plan import PlanNode
 from qtree.rewrite import Relative, project_columns, relaxed_key
 
@@ -57,58 +58,11 @@ class QTree:
 
     def __init__(self, db_path: str | Path, *, timeout: float = 10.0) -> None:
         self.db_path = Path(db_path)
-        try:
-            self.db_path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.db_path), timeout=timeout, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            # WAL + NORMAL: a crash may lose the last statistics update, never corrupt the file.
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self.db = sqlite_utils.Database(conn)
-            self._ensure_schema()
-        except (sqlite3.Error, OSError) as exc:
-            raise CatalogError(f"cannot open the QTree catalog {self.db_path}: {exc}") from exc
+        self.db = open_catalog(
+            self.db_path, timeout=timeout, setup=_ensure_schema, what="QTree catalog"
+        )
         self._graph: nx.DiGraph | None = None
         self._start_time: float | None = None
-
-    # --- schema ------------------------------------------------------------------------------
-
-    def _ensure_schema(self) -> None:
-        db = self.db
-        if "meta" not in db.table_names():
-            db["meta"].create({"key": str, "value": str}, pk="key")
-        db["meta"].insert({"key": "start_time", "value": repr(time.time())}, ignore=True)
-        db["meta"].insert({"key": "schema_version", "value": SCHEMA_VERSION}, ignore=True)
-        if "nodes" not in db.table_names():
-            db["nodes"].create(
-                {
-                    "fingerprint": str,
-                    "op": str,
-                    "label": str,
-                    "ref": int,
-                    "first_seen": float,
-                    "last_access": float,
-                    "texec": float,
-                    "size_bytes": int,
-                    "rows": int,
-                    "stats_source": str,
-                    "rel_key": str,
-                    "rel_version": str,
-                },
-                pk="fingerprint",
-                not_null={"op", "ref"},
-            )
-            db["nodes"].create_index(["rel_key"])
-        if "edges" not in db.table_names():
-            db["edges"].create(
-                {"parent": str, "position": int, "child": str}, pk=("parent", "position")
-            )
-            db["edges"].create_index(["child"])
-        nodes = db["nodes"]
-        if "relaxed_key" not in nodes.columns_dict:
-            nodes.add_column("relaxed_key", str)
-            nodes.add_column("columns", str)
-            nodes.create_index(["relaxed_key"])
 
     @property
     def start_time(self) -> float:
@@ -301,3 +255,40 @@ def _stats_from_row(row: dict[str, Any]) -> NodeStats:
         rows=row["rows"],
         stats_source=row["stats_source"],
     )
+
+
+def _ensure_schema(db: sqlite_utils.Database) -> None:
+    if "meta" not in db.table_names():
+        db["meta"].create({"key": str, "value": str}, pk="key")
+    db["meta"].insert({"key": "start_time", "value": repr(time.time())}, ignore=True)
+    db["meta"].insert({"key": "schema_version", "value": SCHEMA_VERSION}, ignore=True)
+    if "nodes" not in db.table_names():
+        db["nodes"].create(
+            {
+                "fingerprint": str,
+                "op": str,
+                "label": str,
+                "ref": int,
+                "first_seen": float,
+                "last_access": float,
+                "texec": float,
+                "size_bytes": int,
+                "rows": int,
+                "stats_source": str,
+                "rel_key": str,
+                "rel_version": str,
+            },
+            pk="fingerprint",
+            not_null={"op", "ref"},
+        )
+        db["nodes"].create_index(["rel_key"])
+    if "edges" not in db.table_names():
+        db["edges"].create(
+            {"parent": str, "position": int, "child": str}, pk=("parent", "position")
+        )
+        db["edges"].create_index(["child"])
+    nodes = db["nodes"]
+    if "relaxed_key" not in nodes.columns_dict:
+        nodes.add_column("relaxed_key", str)
+        nodes.add_column("columns", str)
+        nodes.create_index(["relaxed_key"])

@@ -56,10 +56,30 @@ class TierCounters:
 class StoreResult:
     """What became of freshly computed partitions of one entry."""
 
-    stored: list[int] = field(default_factory=list)
+    #: Partitions now in the cache: index → where Spark reads it (None: empty, no file).
+    stored: dict[int, str | None] = field(default_factory=dict)
     #: Partitions the cache had no room for: index → local file, readable by this query only.
     leftovers: dict[int, str] = field(default_factory=dict)
     bytes_written: int = 0
+    #: Bytes and rows of everything computed (stored and leftovers).
+    bytes: int = 0
+    rows: int = 0
+
+    def files(self) -> dict[int, str]:
+        """index → file for every partition that has one."""
+        found = {i: uri for i, uri in self.stored.items() if uri is not None}
+        return {**found, **self.leftovers}
+
+    @classmethod
+    def unstored(cls, staged: Path, indices: list[int]) -> StoreResult:
+        """Spark's output kept out of the cache entirely (read by this query only)."""
+        result = cls()
+        for index, path in staged_files(staged, indices).items():
+            if path is not None:
+                result.leftovers[index] = str(path)
+                result.bytes += path.stat().st_size
+                result.rows += pq.ParquetFile(path).metadata.num_rows
+        return result
 
 
 class PartitionCache:
@@ -195,19 +215,27 @@ class PartitionCache:
         texec: float,
         total_bytes: int,
     ) -> EntryRecord:
-        """Start (or restart) entry ``key``; its old partitions are deleted."""
-        for record in self.catalog.delete_entry(key):
+        """Start (or restart) entry ``key``; its old partitions are deleted.
+
+        Raises StorageError when another application's live DataFrame reads ``key``.
+        """
+        with self.catalog.transaction():
+            if self.pinned_elsewhere(key):
+                raise StorageError(f"cache entry {key} is being read by another application")
+            old = self.catalog.delete_entry(key)
+            entry = self.catalog.put_entry(
+                key,
+                op=op,
+                schema_json=schema_json,
+                num_partitions=num_partitions,
+                layout=layout,
+                texec=texec,
+                total_bytes=total_bytes,
+            )
+        for record in old:
             if not record.empty and record.tier in self.tiers:
                 self.tiers[record.tier].delete(record.name)
-        return self.catalog.put_entry(
-            key,
-            op=op,
-            schema_json=schema_json,
-            num_partitions=num_partitions,
-            layout=layout,
-            texec=texec,
-            total_bytes=total_bytes,
-        )
+        return entry
 
     def store(self, entry: EntryRecord, staged: Path, indices: list[int]) -> StoreResult:
         """Place Spark's output in ``staged`` (task k computed partition ``indices[k]``)."""
@@ -220,12 +248,15 @@ class PartitionCache:
                 placement = plan_write(unit, self._rooms(), self._residents(usage, entry.key))
                 if placement.tier is not None:
                     self._execute(placement.steps)
-                    result.bytes_written += self._commit(entry, unit, files, placement.tier)
-                    result.stored.extend(unit.indices)
+                    self._commit(entry, unit, files, placement.tier, result)
                     continue
             self.refused += len(unit.indices)
             for index in unit.indices:
-                result.leftovers[index] = str(files[index])
+                local = files[index]
+                if local is not None:
+                    result.leftovers[index] = str(local)
+                    result.bytes += local.stat().st_size
+                    result.rows += pq.ParquetFile(local).metadata.num_rows
         return result
 
     def _units_of_new(self, entry: EntryRecord, files: dict[int, Path | None]) -> list[Unit]:
@@ -243,13 +274,19 @@ class PartitionCache:
         ]
 
     def _commit(
-        self, entry: EntryRecord, unit: Unit, files: dict[int, Path | None], tier_name: str
-    ) -> int:
-        tier, written = self.tiers[tier_name], 0
+        self,
+        entry: EntryRecord,
+        unit: Unit,
+        files: dict[int, Path | None],
+        tier_name: str,
+        result: StoreResult,
+    ) -> None:
+        tier = self.tiers[tier_name]
         for index in unit.indices:
             local = files[index]
             if local is None:
                 self.catalog.add_partition(PartitionRecord(entry.key, index, EMPTY, "", 0, 0, 0))
+                result.stored[index] = None
                 continue
             rows = pq.ParquetFile(local).metadata.num_rows
             with open(local, "rb") as reader:
@@ -260,8 +297,10 @@ class PartitionCache:
                 PartitionRecord(entry.key, index, tier_name, name, size, rows, crc)
             )
             self.counters[tier_name].bytes_written += size
-            written += size
-        return written
+            result.stored[index] = tier.uri(name)
+            result.bytes_written += size
+            result.bytes += size
+            result.rows += rows
 
     # --- placement ---------------------------------------------------------------------------
 
@@ -357,7 +396,9 @@ class PartitionCache:
     # --- pins --------------------------------------------------------------------------------
 
     def pin(self, keys: Iterable[str]) -> None:
+        """Protect entries from eviction and replacement, here and in other applications."""
         self._pins.update(keys)
+        self.catalog.publish_pins(self.owner, {k for k, n in self._pins.items() if n > 0})
 
     def unpin(self, keys: Iterable[str]) -> None:
         """Release pins (safe from a finalizer: only memory is touched, published later)."""

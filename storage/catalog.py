@@ -22,6 +22,7 @@ import sqlite_utils
 from pyroaring import BitMap
 
 from criss.errors import CatalogError
+from criss.sqlite import open_catalog
 
 #: Partitions with no rows write no file; their tier is this marker.
 EMPTY = ""
@@ -82,56 +83,10 @@ class CacheCatalog:
 
     def __init__(self, db_path: str | Path, *, timeout: float = 10.0) -> None:
         self.path = Path(db_path)
-        try:
-            conn = sqlite3.connect(
-                str(self.path), timeout=timeout, isolation_level=None, check_same_thread=False
-            )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            self.db = sqlite_utils.Database(conn)
-            self._ensure_schema()
-        except (sqlite3.Error, OSError) as exc:
-            raise CatalogError(f"cannot open the cache catalog {self.path}: {exc}") from exc
+        self.db = open_catalog(
+            self.path, timeout=timeout, setup=_ensure_schema, autocommit=True, what="cache catalog"
+        )
         self._depth = 0
-
-    def _ensure_schema(self) -> None:
-        db = self.db
-        tables = set(db.table_names())
-        if "entries" not in tables:
-            db["entries"].create(
-                {
-                    "key": str,
-                    "op": str,
-                    "schema_json": str,
-                    "num_partitions": int,
-                    "layout": str,
-                    "texec": float,
-                    "total_bytes": int,
-                    "created": float,
-                    "bitmap": bytes,
-                },
-                pk="key",
-            )
-        if "partitions" not in tables:
-            db["partitions"].create(
-                {
-                    "key": str,
-                    "idx": int,
-                    "tier": str,
-                    "name": str,
-                    "bytes": int,
-                    "rows": int,
-                    "crc": int,
-                },
-                pk=("key", "idx"),
-            )
-            db["partitions"].create_index(["tier"])
-        if "pins" not in tables:
-            db["pins"].create(
-                {"owner": str, "host": str, "pid": int, "keys": str, "updated": float},
-                pk="owner",
-            )
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -369,3 +324,41 @@ def _entry(row: dict, partitions: list[PartitionRecord]) -> EntryRecord:
         bitmap=BitMap.deserialize(row["bitmap"]),
         partitions={p.index: p for p in partitions},
     )
+
+
+def _ensure_schema(db: sqlite_utils.Database) -> None:
+    tables = set(db.table_names())
+    if "entries" not in tables:
+        db["entries"].create(
+            {
+                "key": str,
+                "op": str,
+                "schema_json": str,
+                "num_partitions": int,
+                "layout": str,
+                "texec": float,
+                "total_bytes": int,
+                "created": float,
+                "bitmap": bytes,
+            },
+            pk="key",
+        )
+    if "partitions" not in tables:
+        db["partitions"].create(
+            {
+                "key": str,
+                "idx": int,
+                "tier": str,
+                "name": str,
+                "bytes": int,
+                "rows": int,
+                "crc": int,
+            },
+            pk=("key", "idx"),
+        )
+        db["partitions"].create_index(["tier"])
+    if "pins" not in tables:
+        db["pins"].create(
+            {"owner": str, "host": str, "pid": int, "keys": str, "updated": float},
+            pk="owner",
+        )

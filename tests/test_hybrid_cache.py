@@ -4,6 +4,7 @@ promotion, pins, operator granularity, the Alluxio tier, and recovery after a ki
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -265,3 +266,42 @@ def test_killed_writer_leaves_nothing_reusable_that_is_not_whole(tpch, tpch_dir,
     rows, _ = _run(cs, sql)
     assert_same_rows(rows, tpch.sql(sql).collect())
     cs.close()
+
+
+SHARER = textwrap.dedent(
+    """
+    import json, sys
+    sys.path.insert(0, sys.argv[3])
+    import criss
+    from criss.sparksession import local_spark
+    from experiments.tpch.data import register_views
+    from rowcompare import assert_same_rows
+    spark = local_spark("sharer", conf={"spark.sql.shuffle.partitions": "4"})
+    register_views(spark, sys.argv[2])
+    cs = criss.session(spark, home=sys.argv[1], min_texec=0, memory_capacity="300k")
+    queries = [
+        f"select l_orderkey, sum(l_extendedprice) s from lineitem where l_quantity > {q} "
+        "group by l_orderkey"
+        for q in (10, 20, 10, 30, 20, 10, 40, 10)
+    ]
+    for sql in queries:
+        assert_same_rows(cs.sql(sql).collect(), spark.sql(sql).collect())
+    print(json.dumps(cs.report()["counters"]), flush=True)
+    """
+)
+
+
+def test_two_applications_sharing_a_home_both_get_correct_results(tpch_dir, tmp_path):
+    tests = Path(__file__).resolve().parent
+    env = {**os.environ, "PYTHONPATH": str(tests.parent)}
+    args = [sys.executable, "-c", SHARER, str(tmp_path / "shared"), str(tpch_dir), str(tests)]
+    procs = [
+        subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+        for _ in range(2)
+    ]
+    outputs = [p.communicate(timeout=600) for p in procs]
+    for proc, (_, err) in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, err.decode()[-3000:]
+    counters = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outputs]
+    assert sum(c["operators_reused"] for c in counters) >= 4
+    assert all(c["fallbacks"] == 0 for c in counters)
