@@ -44,7 +44,11 @@ Usage = Callable[[Iterable[str]], Mapping[str, tuple[int, float]]]
 
 @dataclass
 class TierCounters:
+    """Traffic of one tier in this application: partitions read (hits), found missing or
+    damaged when needed (misses), bytes moved, and placement moves into or out of it."""
+
     hits: int = 0
+    misses: int = 0
     bytes_read: int = 0
     bytes_written: int = 0
     promotions: int = 0
@@ -172,6 +176,8 @@ class PartitionCache:
     def _drop(self, key: str, index: int, record: PartitionRecord | None, reason: str) -> None:
         self.catalog.drop_partition(key, index)
         self.faults[reason] += 1
+        if record is not None and record.tier in self.counters and reason != "cleared":
+            self.counters[record.tier].misses += 1
         if record is not None and not record.empty and record.tier in self.tiers:
             try:
                 self.tiers[record.tier].delete(record.name)
@@ -375,7 +381,8 @@ class PartitionCache:
     def promote(self, entry: EntryRecord) -> int:
         """Move reused partitions in slower tiers to the fastest one when they earn it."""
         fastest = self.order[0]
-        if len(self.order) < 2 or self.pinned() & {entry.key}:
+        slower = [p for p in entry.partitions.values() if p.tier not in (fastest, EMPTY)]
+        if len(self.order) < 2 or not slower or entry.key in self.pinned():
             return 0
         promoted = 0
         usage = dict(self.usage({entry.key}))

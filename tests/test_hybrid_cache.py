@@ -85,6 +85,7 @@ def test_only_the_missing_partitions_are_recomputed(tpch, tmp_path):
     rows, summary = _run(cs, BY_ORDER)
     assert summary["partitions_recomputed"] == 2
     assert summary["partitions_reused"] == 2 and summary["operators_reused"] == 1
+    assert sum(t["misses"] for t in _tiers(cs).values()) == 2
     assert_same_rows(rows, expected)
     assert _entry(cs)["reusable"] == [0, 1, 2, 3]  # re-committed under their own indices
     rows, summary = _run(cs, BY_ORDER)
