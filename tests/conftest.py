@@ -31,3 +31,13 @@ def tpch_dir():
 def tpch(spark, tpch_dir):
     register_views(spark, tpch_dir)
     return spark
+
+
+@pytest.fixture
+def no_coalescing(spark):
+    """Keep every shuffle partition: SF 0.01 results would otherwise shrink to one partition."""
+    key = "spark.sql.adaptive.coalescePartitions.enabled"
+    before = spark.conf.get(key)
+    spark.conf.set(key, "false")
+    yield
+    spark.conf.set(key, before)

@@ -142,6 +142,7 @@ def _partition_files(cs):
 
 
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "delete"])
+@pytest.mark.usefixtures("no_coalescing")
 def test_damaged_cache_files_are_recomputed(tpch, cs, damage):
     expected = tpch.sql(AGG).collect()
     _run(cs, AGG)

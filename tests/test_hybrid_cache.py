@@ -19,7 +19,7 @@ from rowcompare import assert_same_rows
 
 import criss
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("no_coalescing")]
 
 #: An aggregate with ~15k groups at SF 0.01: four partitions of similar size.
 BY_ORDER = "select l_orderkey, sum(l_extendedprice) s, count(*) c from lineitem group by l_orderkey"
@@ -91,6 +91,39 @@ def test_only_the_missing_partitions_are_recomputed(tpch, tmp_path):
     rows, summary = _run(cs, BY_ORDER)
     assert summary.get("partitions_recomputed", 0) == 0
     assert_same_rows(rows, expected)
+    cs.close()
+
+
+def test_a_changed_partition_layout_recomputes_the_whole_entry(tpch, tmp_path):
+    cs = _session(tpch, tmp_path / "h")
+    expected = tpch.sql(BY_ORDER).collect()
+    _run(cs, BY_ORDER)
+    first = sorted(cs.cache.catalog.partitions(), key=lambda p: p.index)[0]
+    cs.cache.tiers[first.tier].local_path(first.name).unlink()
+    tpch.conf.set("spark.sql.shuffle.partitions", "3")
+    try:
+        rows, summary = _run(cs, BY_ORDER)
+    finally:
+        tpch.conf.set("spark.sql.shuffle.partitions", "4")
+    # partition 0 of a 3-way split is not partition 0 of the 4-way one: all are recomputed
+    assert summary["partitions_recomputed"] == 3
+    assert_same_rows(rows, expected)
+    assert _entry(cs)["num_partitions"] == 3 and _entry(cs)["reusable"] == [0, 1, 2]
+    cs.close()
+
+
+def test_coalesced_partitions_are_verified_not_assumed(tpch, tmp_path):
+    tpch.conf.set("spark.sql.adaptive.coalescePartitions.enabled", "true")
+    cs = _session(tpch, tmp_path / "h")
+    sql = BY_ORDER.replace("group by", "where l_quantity > 5 group by")
+    expected = tpch.sql(sql).collect()
+    _run(cs, sql)
+    assert _entry(cs)["num_partitions"] == 1  # AQE merged the small shuffle partitions
+    (only,) = cs.cache.catalog.partitions()
+    cs.cache.tiers[only.tier].local_path(only.name).unlink()
+    rows, summary = _run(cs, sql)
+    assert_same_rows(rows, expected)
+    assert summary.get("partitions_recomputed", 0) + summary.get("operators_cached", 0) >= 1
     cs.close()
 
 
