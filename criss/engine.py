@@ -28,6 +28,7 @@ from qtree.rewrite import Relative, Reuse, outside, plan_reuse, result_node, sto
 from qtree.tree import Observation
 from storage.cache import StoreResult, remove_staging, staged_bytes
 from storage.catalog import EntryRecord
+from storage.tiers import make_private_dir
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -90,7 +91,7 @@ class CrissSession:
         self.spark = spark
         self.options = options
         self.home = options.home
-        self.home.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.home)  # catalogs and cached data are for this user only
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.policy = get_policy(options.policy)
         self.cache = open_cache(options, self.home, self.qtree, self.policy)
