@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
 from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
+from criss.history import QueryHistory
 from criss.space import open_cache
 from policies import get_policy
 from policies.selection import Candidate, best_per_branch, collect_score, measured_score
@@ -95,6 +96,7 @@ class CrissSession:
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.policy = get_policy(options.policy)
         self.cache = open_cache(options, self.home, self.qtree, self.policy)
+        self.history = QueryHistory(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.bridge = CatalystBridge(spark)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -165,6 +167,7 @@ class CrissSession:
         self.bridge.forget_reads()
 
     def close(self) -> None:
+        self.history.close()
         self.cache.close()
         self.qtree.close()
 
@@ -203,6 +206,7 @@ class CrissSession:
         log.warning(message)
         record.fallback = str(exc)
         self.counters["fallbacks"] += 1
+        self._log(record)
         self._last = record
         self._remember(df, record)
         return df
@@ -211,9 +215,20 @@ class CrissSession:
         self.counters.update(record.counters)
         self._last = record
         self._remember(df, record)
+        self._log(record)
         if planner.pinned or planner.leftover_dirs:
             # the entries (and uncached leftovers) this DataFrame reads live as long as it does
             weakref.finalize(df, planner.release)
+
+    def _log(self, record: QueryRecord) -> None:
+        self.history.record(
+            sql=record.sql,
+            planning_seconds=record.planning_seconds,
+            materialize_seconds=record.materialize_seconds,
+            counters=dict(record.counters),
+            fallback=record.fallback,
+            explain=format_explain(record, labels=False),  # labels cost a py4j walk each
+        )
 
     def _remember(self, df: DataFrame, record: QueryRecord) -> None:
         try:
@@ -646,7 +661,7 @@ def _label(record: QueryRecord, d: OperatorDecision) -> str:
         return d.op
 
 
-def format_explain(record: QueryRecord) -> str:
+def format_explain(record: QueryRecord, labels: bool = True) -> str:
     lines = [
         f"Criss plan ({record.counters.get('operators_reused', 0)} reused, "
         f"{record.counters.get('operators_cached', 0)} cached, "
@@ -664,8 +679,9 @@ def format_explain(record: QueryRecord) -> str:
             if d.cached
             else ("matched" if d.matched else "new") + f"; not cached: {d.why_not}"
         )
+        label = _label(record, d) if labels else d.op
         lines.append(
-            f"{indent}{_label(record, d)[:80]}  [{d.fingerprint[:12]}] {state}"
+            f"{indent}{label[:80]}  [{d.fingerprint[:12]}] {state}"
             + (f"; {d.partitions}" if d.partitions else "")
             + (f"  ({d.stats})" if d.stats else "")
         )

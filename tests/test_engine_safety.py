@@ -181,6 +181,9 @@ def test_explain_and_report_describe_reuse(tpch, cs):
     assert counters["queries"] == 2 and counters["operators_reused"] == 1
     assert counters["operators_cached"] == 1 and counters["bytes_written"] > 0
     assert counters["bytes_read"] == counters["bytes_written"]
+    logged = cs.history.recent()
+    assert [q["sql"] for q in logged] == [AGG, AGG]  # newest first, for the dashboard
+    assert "REUSED entry" in logged[0]["explain"] and logged[0]["counters"]["operators_reused"]
     used = sum(t["used_bytes"] for t in report["tiers"].values())
     assert used == counters["bytes_written"]
     assert report["entries"] and report["entries"][0]["reusable"]
