@@ -8,7 +8,10 @@ The results JSON has a stable shape read by other tools (the dashboard, the expe
         "criss": {...}}, ...}
 
 With ``modes=("spark", "criss")`` both run in one process on one SparkSession, alternating
-query by query (who goes first alternates too), so neither is flattered by warm-up.
+query by query (who goes first rotates too), so neither is flattered by warm-up. Further
+Criss configurations run side by side as modes named ``criss-<name>`` whose options come
+from ``ReplayConfig.variants`` (e.g. ``{"criss-disk": {"media": "disk"}}``), each with a
+home of its own; every Criss mode is compared with ``spark`` under ``comparisons``.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 MODES = ("spark", "criss")
+VARIANT_PREFIX = "criss-"
 _MASK64 = (1 << 64) - 1
 
 
@@ -74,21 +78,35 @@ class ReplayConfig:
     #: neither mode pays the JVM's and the page cache's cold start on its first occurrences.
     warmup: bool = False
     criss_options: dict[str, Any] = field(default_factory=dict)
+    #: Options of each extra Criss mode ``criss-<name>`` (over ``criss_options``).
+    variants: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.modes if m not in MODES]
+        unknown = [m for m in self.modes if m not in MODES and m not in self.variants]
         if unknown or not self.modes:
-            raise WorkloadError(f"unknown replay mode(s) {unknown}; choose from {MODES}")
+            raise WorkloadError(
+                f"unknown replay mode(s) {unknown}; choose from {MODES} or a variant "
+                f"named {VARIANT_PREFIX}<name> with its options in ReplayConfig.variants"
+            )
+        bad = [name for name in self.variants if not name.startswith(VARIANT_PREFIX)]
+        if bad:
+            raise WorkloadError(f"variant names must start with {VARIANT_PREFIX!r}: {bad}")
+
+    @property
+    def criss_modes(self) -> list[str]:
+        return [m for m in self.modes if m != "spark"]
 
 
 Runner = Callable[[str], "DataFrame"]
 
 
-def _criss_runner(spark: SparkSession, config: ReplayConfig) -> tuple[Runner, Any]:
+def _criss_runner(spark: SparkSession, config: ReplayConfig, mode: str) -> tuple[Runner, Any]:
     import criss
 
-    home = config.home or Path(tempfile.mkdtemp(prefix="criss-replay-"))
-    cs = criss.session(spark, home=str(home), **config.criss_options)
+    base = config.home or Path(tempfile.mkdtemp(prefix="criss-replay-"))
+    home = base if mode == "criss" else Path(base) / mode
+    options = {**config.criss_options, **config.variants.get(mode, {})}
+    cs = criss.session(spark, home=str(home), **options)
     if not config.warm:
         cs.clear()
     return cs.sql, cs
@@ -124,26 +142,30 @@ def run_replay(
     if config.warmup:
         warm_up(spark, stream)
     runners: dict[str, Runner] = {}
-    criss_session = None
-    if "spark" in config.modes:
-        runners["spark"] = spark.sql
-    if "criss" in config.modes:
-        runners["criss"], criss_session = _criss_runner(spark, config)
+    sessions: dict[str, Any] = {}
+    for mode in config.modes:
+        if mode == "spark":
+            runners[mode] = spark.sql
+        else:
+            runners[mode], sessions[mode] = _criss_runner(spark, config, mode)
     records: dict[str, list[dict[str, Any]]] = {m: [] for m in runners}
     order = list(runners)
     for item in stream:
         for mode in order:
             record = _run_one(runners[mode], item)
-            if mode == "criss" and criss_session is not None:
-                record["criss"] = criss_session.last_query_summary()
+            if mode in sessions:
+                record["criss"] = sessions[mode].last_query_summary()
             records[mode].append(record)
             if on_query:
                 on_query(mode, record)
-        order.reverse()
+        order = order[1:] + order[:1]
     result = _results(config, stream, records, spark)
-    if criss_session is not None:
-        result["criss_report"] = criss_session.report()
-        criss_session.close()
+    result["criss_reports"] = {m: cs.report() for m, cs in sessions.items()}
+    if "criss" in sessions:
+        result["criss_report"] = result["criss_reports"]["criss"]
+    result["variants"] = {m: config.variants.get(m, {}) for m in sessions}
+    for cs in sessions.values():
+        cs.close()
     return result
 
 
@@ -187,8 +209,12 @@ def _results(
             if k.startswith("spark.sql.") or k.startswith("spark.criss.")
         },
     }
-    if "spark" in modes and "criss" in modes:
-        result["comparison"] = compare_modes(modes["spark"], modes["criss"])
+    if "spark" in modes:
+        result["comparisons"] = {
+            m: compare_modes(modes["spark"], modes[m]) for m in config.criss_modes
+        }
+        if "criss" in modes:
+            result["comparison"] = result["comparisons"]["criss"]
     return result
 
 
