@@ -135,7 +135,7 @@ class PartitionCache:
             if record is None or not self._intact(record):
                 self._drop(key, index, record, reason="damaged or missing")
         entry = self.catalog.entry(key)
-        if entry is None or not entry.bitmap:
+        if entry is None or (not entry.bitmap and entry.num_partitions):
             return None
         if self.granularity == "operator" and not entry.complete:
             return None  # operator granularity: a partial result is no result
@@ -514,6 +514,8 @@ class PartitionCache:
 def staged_files(staged: Path, indices: list[int]) -> dict[int, Path | None]:
     """Map Spark's part files in ``staged`` to partition indices (None: empty, no file)."""
     found: dict[int, Path | None] = dict.fromkeys(indices)
+    if not indices:
+        return found  # an RDD without partitions: Spark still writes one schema-only file
     for path in staged.iterdir():
         match = _PART_FILE.match(path.name)
         if not match:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -339,3 +340,16 @@ def test_two_applications_sharing_a_home_both_get_correct_results(tpch_dir, tmp_
     counters = [json.loads(out.decode().strip().splitlines()[-1]) for out, _ in outputs]
     assert sum(c["operators_reused"] for c in counters) >= 4
     assert all(c["fallbacks"] == 0 for c in counters)
+
+
+def test_a_result_without_partitions_is_cached_and_reused(tpch, tmp_path):
+    # AQE turns a plan whose input filters to nothing into an RDD with no partitions
+    sql = "select l_orderkey, count(*) c from lineitem where l_quantity > 1000 group by 1"
+    cs = _session(tpch, tmp_path / "h")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no fallback to plain Spark
+        assert _run(cs, sql)[0] == []
+        rows, summary = _run(cs, sql)
+    assert rows == [] and summary["operators_reused"] == 1
+    assert _entry(cs)["num_partitions"] == 0
+    cs.close()
