@@ -15,6 +15,7 @@ from criss.errors import (
     ConfigError,
     CrissError,
     EnvironmentProblem,
+    NotFoundError,
     StorageError,
     WorkloadError,
 )
@@ -31,6 +32,7 @@ __all__ = [
     "ConfigError",
     "CrissError",
     "EnvironmentProblem",
+    "NotFoundError",
     "StorageError",
     "WorkloadError",
     "session",

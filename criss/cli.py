@@ -170,6 +170,230 @@ def replay(
     _fail_on_mismatch(result)
 
 
+def _home_option(func):
+    """``--home``: the Criss home to work on (default: the one sessions use by default)."""
+    from criss.config import default_home
+
+    return click.option(
+        "--home",
+        type=click.Path(path_type=Path, file_okay=False),
+        default=default_home,
+        show_default="~/.cache/criss",
+        help="Criss home (holds catalog.db, cache.db and the disk tier).",
+    )(func)
+
+
+def _json_flag(func):
+    return click.option("--json", "as_json", is_flag=True, help="Print JSON instead of tables.")(
+        func
+    )
+
+
+@main.command("ls")
+@_home_option
+@_json_flag
+@_library_errors
+def ls(home: Path, as_json: bool) -> None:
+    """List cached entries, highest benefit first: partition strip, size, rows, reusable."""
+    from criss.inspect import load_entries
+
+    entries = load_entries(home)
+    if as_json:
+        click.echo(json.dumps(entries, indent=1))
+        return
+    from criss.console import print_entries
+
+    print_entries(entries)
+
+
+@main.command()
+@_home_option
+@_json_flag
+@_library_errors
+def stats(home: Path, as_json: bool) -> None:
+    """Summarize a home: tiers, entries, partitions, reuse counters and time saved."""
+    from criss.inspect import load_overview
+
+    overview = load_overview(home)
+    if as_json:
+        click.echo(json.dumps(overview, indent=1))
+        return
+    from criss.console import print_overview
+
+    print_overview(overview)
+
+
+@main.command()
+@click.argument("sql")
+@_home_option
+@click.option(
+    "--tpch-sf", type=float, default=None, help="Register the TPC-H tables at this scale factor."
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="TPC-H data directory for --tpch-sf [default: ./data/tpch/sf<SF>].",
+)
+@click.option(
+    "--table",
+    "tables",
+    multiple=True,
+    metavar="NAME=PATH",
+    help="Register a Parquet file or folder as view NAME (repeatable).",
+)
+@click.option("--master", default="local[2]", show_default=True, help="Spark master.")
+@_library_errors
+def explain(
+    sql: str,
+    home: Path,
+    tpch_sf: float | None,
+    data_dir: Path | None,
+    tables: tuple[str, ...],
+    master: str,
+) -> None:
+    """Show how Criss plans SQL against a home: per operator, reused, cached, or why not.
+
+    A dry run as far as the engine allows: the query's result is never computed, and Criss
+    runs with min_ref=10**9 and eager_results=False so operators it never measured are not
+    cached. An operator measured before but no longer cached may still be cached again,
+    and a reused entry missing partitions gets them recomputed; the query is counted in the
+    QTree and the query log like any other.
+    """
+    import criss
+    from criss.sparksession import local_spark
+
+    views = _parse_tables(tables)
+    spark = local_spark("criss-explain", master=master)
+    if tpch_sf is not None:
+        from experiments.tpch.data import ensure_tpch, register_views
+
+        register_views(spark, ensure_tpch(tpch_sf, data_dir, quiet=True))
+    for name, path in views.items():
+        spark.read.parquet(path).createOrReplaceTempView(name)
+    with criss.session(spark, home=str(home), min_ref=10**9, eager_results=False) as cs:
+        df = _spark_errors(cs.sql, sql)
+        click.echo(cs.explain(df))
+
+
+def _parse_tables(pairs: tuple[str, ...]) -> dict[str, str]:
+    views = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name.strip() or not path.strip():
+            raise click.BadParameter(f"expected NAME=PATH, got {pair!r}", param_hint="--table")
+        views[name.strip()] = path.strip()
+    return views
+
+
+def _spark_errors(func, *args: Any) -> Any:
+    """Spark's own errors (unknown table, bad SQL) as CLI errors with a hint."""
+    from pyspark.errors import PySparkException
+
+    try:
+        return func(*args)
+    except PySparkException as exc:
+        raise click.ClickException(
+            f"Spark cannot plan this query: {str(exc).strip().splitlines()[0]}\n"
+            "Register its tables with --tpch-sf SF or --table NAME=PATH."
+        ) from exc
+
+
+@main.command()
+@_home_option
+@click.option(
+    "--tier",
+    type=click.Choice(["memory", "disk", "alluxio"]),
+    default=None,
+    help="Only drop the partitions this tier holds (the QTree and statistics are kept).",
+)
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--memory-dir", default=None, help="Memory tier folder, if your sessions set memory_dir."
+)
+@click.option("--alluxio-url", default=None, help="Alluxio proxy address (for --tier alluxio).")
+@_library_errors
+def clear(
+    home: Path, tier: str | None, yes: bool, memory_dir: str | None, alluxio_url: str | None
+) -> None:
+    """Drop a home's cached results and QTree (or one tier's partitions), without Spark.
+
+    Entries that a live DataFrame of a running application reads are kept.
+    """
+    from criss.inspect import clear_home, load_overview
+
+    overview = load_overview(home)
+    if tier:
+        used = next((t for t in overview["tiers"] if t["name"] == tier), None)
+        what = f"the {used['partitions'] if used else 0} partitions in the {tier} tier"
+    else:
+        what = f"all {overview['entries']} cached entries and the QTree"
+    if not yes:
+        click.confirm(f"Drop {what} of {home}?", abort=True)
+    summary = clear_home(home, tier, memory_dir=memory_dir, alluxio_url=alluxio_url)
+    before, after = summary["before"], summary["after"]
+    click.echo(
+        f"cleared {what}: entries {before['entries']} -> {after['entries']}, "
+        f"reusable partitions {before['reusable_partitions']} -> "
+        f"{after['reusable_partitions']}, QTree operators {before['qtree_operators']} -> "
+        f"{after['qtree_operators']}"
+    )
+    if summary["kept_pinned"]:
+        click.echo(
+            f"kept {len(summary['kept_pinned'])} entries that a running application is reading"
+        )
+
+
+@main.command()
+@_home_option
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8484,
+    show_default=True,
+    help="Port to listen on.",
+)
+@click.option(
+    "--host", default="127.0.0.1", show_default=True, help="Address to listen on (this machine)."
+)
+@click.option(
+    "--results",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="Folder of replay results JSON [default: ./experiments/results when it exists].",
+)
+@click.option("--memory-capacity", default=None, help="Memory tier quota for its bar, e.g. 2g.")
+@click.option("--disk-capacity", default=None, help="Disk tier quota for its bar, e.g. 20g.")
+@_library_errors
+def dashboard(
+    home: Path,
+    port: int,
+    host: str,
+    results: Path | None,
+    memory_capacity: str | None,
+    disk_capacity: str | None,
+) -> None:
+    """Serve a read-only web dashboard of a home: overview, QTree, entries, queries, replays.
+
+    Needs Flask (pip install 'criss[dashboard]'). Add ?refresh=5 to a page's address to
+    reload it every 5 seconds while a replay runs.
+    """
+    from werkzeug.serving import run_simple
+
+    from criss.config import parse_bytes
+    from criss.dashboard import create_app, default_results_dir
+
+    capacities = {
+        "memory": parse_bytes(memory_capacity, "--memory-capacity"),
+        "disk": parse_bytes(disk_capacity, "--disk-capacity"),
+    }
+    app = create_app(home, results or default_results_dir(), capacities=capacities)
+    if not home.is_dir():
+        click.echo(f"no Criss home at {home} yet: pages will say so until a session creates it")
+    click.echo(f"Criss dashboard for {home}: http://{host}:{port}/ (Ctrl-C stops it)")
+    run_simple(host, port, app, threaded=True)
+
+
 def _fail_on_mismatch(result: dict[str, Any]) -> None:
     comparison = result.get("comparison")
     if comparison and not comparison["checksums_match"]:

@@ -87,6 +87,9 @@ class CrissOptions:
     #: Tier bandwidths in bytes/s; measured once per home when not given.
     memory_bandwidth: float | None = None
     disk_bandwidth: float | None = None
+    #: Spark's Parquet write+read throughput through a tier, in bytes/s (it bounds every
+    #: tier's effective bandwidth); measured once per home with a small Spark job if not given.
+    codec_rate: float | None = None
     #: Alluxio proxy REST address (e.g. http://host:39999); when set, Alluxio is the fast tier.
     alluxio_url: str | None = None
     #: Alluxio directory for this home's data (default /criss/<hash of home>).
@@ -133,7 +136,7 @@ class CrissOptions:
             out["min_texec"] = float(out["min_texec"])
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
-        for name in ("memory_bandwidth", "disk_bandwidth", "alluxio_bandwidth"):
+        for name in ("memory_bandwidth", "disk_bandwidth", "alluxio_bandwidth", "codec_rate"):
             if name in out:
                 out[name] = float(parse_bytes(out[name], name))
         for name in ("memory_capacity", "disk_capacity", "alluxio_capacity"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -84,3 +85,96 @@ def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> N
             f"time saved {100 * comparison['time_saved_fraction']:.1f}%, "
             f"checksums match: {comparison['checksums_match']}"
         )
+
+
+def _size(value: float | None) -> str:
+    if value is None:
+        return "—"
+    size = float(value)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if abs(size) < 1024:
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} TiB"
+
+
+#: Longest partition strip printed in full; longer ones are cut with "…".
+STRIP_WIDTH = 24
+
+
+def _wide_console() -> Console:
+    """A console that does not squeeze tables to 80 columns when output is piped."""
+    console = Console()
+    if not console.is_terminal:
+        console.width = max(console.width, 120)
+    return console
+
+
+def print_entries(entries: list[dict[str, Any]]) -> None:
+    """The ``criss ls`` table: one cached entry per row, highest benefit first."""
+    console = _wide_console()
+    if not entries:
+        console.print("no cached entries")
+        return
+    table = Table(title=f"{len(entries)} cached entries, highest benefit first", box=box.SIMPLE)
+    table.add_column("entry", no_wrap=True, min_width=12)
+    table.add_column("operator", no_wrap=True)
+    table.add_column("partitions", no_wrap=True)
+    for name in ("reusable", "size", "rows", "Texec", "ref", "benefit"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for e in entries:
+        strip = e["strip"] if len(e["strip"]) <= STRIP_WIDTH else e["strip"][:STRIP_WIDTH] + "…"
+        table.add_row(
+            e["key"][:12],
+            e["label"],
+            strip or "-",
+            f"{e['reusable']}/{e['num_partitions']}",
+            _size(e["bytes"]),
+            str(e["rows"]),
+            f"{e['texec']:.2f}s" if e["texec"] is not None else "—",
+            str(e["ref"]),
+            f"{e['benefit']:.4g}",
+        )
+    console.print(table)
+    console.print("partitions: M memory  A Alluxio  D disk  0 empty (no rows)  . missing")
+
+
+def print_overview(overview: dict[str, Any]) -> None:
+    """The ``criss stats`` tables: tiers, cache contents, query-log counters, time."""
+    console = _wide_console()
+    tiers = Table(title=f"Criss home {overview['home']}")
+    for name in ("tier", "partitions", "used", "capacity", "bandwidth"):
+        tiers.add_column(name, justify="left" if name == "tier" else "right")
+    for t in overview["tiers"]:
+        tiers.add_row(
+            t["name"],
+            str(t["partitions"]),
+            _size(t["used_bytes"]),
+            _size(t["capacity_bytes"]) if t["capacity_bytes"] else "unknown",
+            f"{_size(t['bandwidth'])}/s" if t["bandwidth"] else "not measured",
+        )
+    console.print(tiers)
+    q, c, t = overview["queries"], overview["queries"]["counters"], overview["time"]
+    ratio = q["partition_hit_ratio"]
+    facts = Table(show_header=False, box=None)
+    facts.add_column(justify="left")
+    facts.add_column(justify="right")
+    for label, value in (
+        ("cached entries", overview["entries"]),
+        ("partitions reusable", f"{overview['reusable_partitions']}/{overview['partitions']}"),
+        ("partitions missing", overview["missing_partitions"]),
+        ("QTree operators", overview["qtree"]["operators"]),
+        ("queries in the log", q["seen"]),
+        ("operators reused / seen", f"{c['operators_reused']}/{c['operators_seen']}"),
+        ("operators cached", c["operators_cached"]),
+        ("partitions reused (hits)", c["partitions_reused"]),
+        ("partitions recomputed (misses)", c["partitions_recomputed"]),
+        ("partition hit ratio", "—" if ratio is None else f"{100 * ratio:.1f} %"),
+        ("fallbacks to plain Spark", q["fallbacks"]),
+        ("Texec saved by reuse", f"{t['texec_saved_seconds']:.2f} s"),
+        ("spent storing results", f"{t['storing_seconds']:.2f} s"),
+        ("spent planning", f"{t['planning_seconds']:.2f} s"),
+    ):
+        facts.add_row(label, str(value))
+    console.print(facts)
+    console.print(f"[dim]Texec saved = {t['formula']}.[/dim]")

@@ -25,7 +25,15 @@ from policies.selection import Candidate, best_per_branch, collect_score, measur
 from qtree import QTree, canonicalize, fingerprint_tree
 from qtree.canonical import RULES, mark_python_udfs
 from qtree.plan import PlanNode
-from qtree.rewrite import Relative, Reuse, outside, plan_reuse, result_node, storable
+from qtree.rewrite import (
+    Relative,
+    Reuse,
+    outside,
+    plan_reuse,
+    result_node,
+    storable,
+    unprojected_scan,
+)
 from qtree.tree import Observation
 from storage.cache import StoreResult, remove_staging, staged_bytes
 from storage.catalog import EntryRecord
@@ -95,7 +103,7 @@ class CrissSession:
         make_private_dir(self.home)  # catalogs and cached data are for this user only
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.policy = get_policy(options.policy)
-        self.cache = open_cache(options, self.home, self.qtree, self.policy)
+        self.cache = open_cache(spark, options, self.home, self.qtree, self.policy)
         self.history = QueryHistory(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.bridge = CatalystBridge(spark)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
@@ -288,6 +296,7 @@ class _Planner:
         self.schemas: dict[str, str] = {}
         self.reuse_rules: dict[tuple[int, ...], Reuse] = {}
         self.partition_counts: dict[tuple[int, ...], _Served] = {}
+        self.result_path: tuple[int, ...] | None = None
         self.lease = _Lease(session.cache)
 
     @property
@@ -491,7 +500,7 @@ class _Planner:
     def _choose(
         self, tree: PlanNode, obs: dict[str, Observation], reused: set[tuple[int, ...]]
     ) -> list[PlanNode]:
-        result_path = result_node(tree).path
+        result_path = self.result_path = result_node(tree).path
         by_key: dict[str, PlanNode] = {}
 
         def candidate(node: PlanNode) -> Candidate:
@@ -511,6 +520,8 @@ class _Planner:
         stats = obs[node.fingerprint].stats
         if stats.has_stats:
             return measured_score(self._benefit(stats, self.s.disk_bandwidth))
+        if not is_result and unprojected_scan(node):
+            return None  # a copy would hold every column of the table
         recurring = stats.ref >= self.s.options.min_ref
         if (recurring or (is_result and self.s.options.eager_results)) and self._worth_a_job(node):
             return collect_score(stats.ref, node.height)
@@ -625,6 +636,11 @@ class _Planner:
             if benefit <= 0:
                 return f"benefit {benefit:.3g} <= 0 with disk bandwidth"
             return "another operator on its branch has a larger benefit"
+        if unprojected_scan(node) and node.path != self.result_path:
+            return (
+                "filters a table without narrowing its columns: a copy would hold every "
+                "column (cached once measured, or as a query's result)"
+            )
         estimate = self.s.estimated_texec(node)
         if estimate < self.s.options.min_texec:
             return (

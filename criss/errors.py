@@ -33,3 +33,7 @@ class StorageError(CrissError, OSError):
 
 class CatalogError(CrissError, RuntimeError):
     """The QTree catalog could not be read or written (locked, corrupt, unwritable)."""
+
+
+class NotFoundError(CrissError, LookupError):
+    """Something asked for by name (a home, a cache entry, a tier) does not exist."""

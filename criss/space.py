@@ -13,7 +13,7 @@ import os
 import shutil
 from pathlib import Path
 
-from criss.bandwidth import measure_bandwidth, measure_tier_bandwidth
+from criss.bandwidth import measure_bandwidth, measure_codec_rate, measure_tier_bandwidth
 from criss.config import MEDIA, CrissOptions
 from criss.errors import ConfigError
 from policies.benefit import BenefitModel
@@ -108,8 +108,12 @@ def _fast_tier(options: CrissOptions, home: Path) -> Tier:
     return tier
 
 
-def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree) -> None:
-    """Give each tier its bandwidth: configured, cached in the catalog, or measured once."""
+def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree, codec_rate: float) -> None:
+    """Give each tier its effective bandwidth: configured, or measured once and cached.
+
+    A cached result moves through the medium *and* through Spark's Parquet encoder/decoder,
+    so the effective bandwidth is 1 / (1/medium + 1/codec_rate).
+    """
     configured = {
         "memory": options.memory_bandwidth,
         "disk": options.disk_bandwidth,
@@ -120,22 +124,36 @@ def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree) -> None:
             tier.bandwidth = float(configured[tier.name])
             continue
         key = f"bandwidth:{tier.name}:{tier.describe().get('root') or tier.describe()}"
-        cached = qtree.meta(key)
-        if cached:
-            tier.bandwidth = float(cached)
-            continue
-        scratch = tier.scratch_dir()
-        tier.bandwidth = (
-            measure_bandwidth(scratch) if scratch is not None else measure_tier_bandwidth(tier)
-        )
-        qtree.set_meta(key, tier.bandwidth)
+        medium = qtree.meta(key)
+        if not medium:
+            scratch = tier.scratch_dir()
+            medium = (
+                measure_bandwidth(scratch) if scratch is not None else measure_tier_bandwidth(tier)
+            )
+            qtree.set_meta(key, medium)
+        tier.bandwidth = 1 / (1 / float(medium) + 1 / codec_rate)
+
+
+def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, scratch: Path) -> float:
+    """Spark's Parquet throughput: configured, cached in the catalog, or measured once."""
+    if options.codec_rate:
+        return float(options.codec_rate)
+    cached = qtree.meta("codec_rate")
+    if cached:
+        return float(cached)
+    rate = measure_codec_rate(spark, scratch)
+    qtree.set_meta("codec_rate", rate)
+    return rate
 
 
 def open_cache(
-    options: CrissOptions, home: Path, qtree: QTree, policy: BenefitModel
+    spark, options: CrissOptions, home: Path, qtree: QTree, policy: BenefitModel
 ) -> PartitionCache:
     writable, everything = build_tiers(options, home)
-    calibrate(everything, options, qtree)
+    disk = next(t for t in everything if t.name == "disk")
+    for tier in everything:  # for readers of the catalog alone (dashboard, CLI)
+        qtree.set_meta(f"capacity:{tier.name}", tier.capacity_bytes)
+    calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk.root))
     return PartitionCache(
         home / "cache.db",
         writable,

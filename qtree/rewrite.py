@@ -20,6 +20,27 @@ def storable(node: PlanNode) -> bool:
     return node.uncacheable is None and node.op not in NEVER_STORED
 
 
+#: Operators that only select rows or columns of their input, row by row.
+ROW_LOCAL = frozenset({"Filter", "Project", "SubqueryAlias"})
+
+
+def scan_only(node: PlanNode) -> bool:
+    """A subtree that only filters and projects one relation (no join, aggregate, window)."""
+    if not node.children:
+        return True
+    return node.op in ROW_LOCAL and len(node.children) == 1 and scan_only(node.children[0])
+
+
+def unprojected_scan(node: PlanNode) -> bool:
+    """Rows of one table with all its columns (a Filter straight over the relation).
+
+    Column pruning puts the narrowing Project *above* such a Filter, so caching it writes
+    every column of every kept row: e.g. 132 MB for TPC-H SF1's late lineitems, slower to
+    write and read back than rescanning the few columns the query needs.
+    """
+    return node.op != "Project" and scan_only(node) and bool(node.children)
+
+
 def result_node(root: PlanNode) -> PlanNode:
     """The query's result below any final ordering/limit wrapper (whose order a read loses)."""
     node = root

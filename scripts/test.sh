@@ -4,5 +4,19 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
+
+# The dashboard tests open every page in headless Chromium (Debian's package).
+ensure_chromium() {
+  if command -v chromium >/dev/null 2>&1; then return; fi
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    say "installing Chromium for the dashboard's browser tests with apt-get ..."
+    if apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium \
+        >/dev/null 2>&1; then return; fi
+  fi
+  say "Chromium is not installed: the dashboard's browser tests will be skipped"
+  say "  (Debian/Ubuntu: apt-get install chromium)."
+}
+ensure_chromium
+
 cd "$ROOT"
 exec "$VENV/bin/python" -m pytest "$@"

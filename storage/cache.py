@@ -508,6 +508,7 @@ class PartitionCache:
         }
 
     def close(self) -> None:
+        self.catalog.forget_owner(self.owner)  # this application no longer pins anything
         self.catalog.close()
 
 

@@ -16,7 +16,13 @@ REPO = Path(__file__).resolve().parent.parent
 def spark():
     # SF 0.01 tables are far below the default min_texec: let the tests cache them anyway.
     session = local_spark(
-        "criss-tests", conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"}
+        "criss-tests",
+        conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.criss.min.texec": "0",
+            # measured once in test_bandwidth.py; other tests skip the calibration job
+            "spark.criss.codec.rate": "20m",
+        },
     )
     yield session
     session.stop()
@@ -41,3 +47,38 @@ def no_coalescing(spark):
     spark.conf.set(key, "false")
     yield
     spark.conf.set(key, before)
+
+
+@pytest.fixture(scope="session")
+def replayed_home(tpch, tpch_dir, tmp_path_factory):
+    """A Criss home and a results folder filled by a real replay (Zipf, 8 queries, SF 0.01).
+
+    Shared by the dashboard and CLI inspection tests, which only read it (tests that change
+    a home work on a copy). A small memory quota puts some partitions on disk; shuffle
+    partitions are not coalesced, so entries have several partitions.
+    """
+    from types import SimpleNamespace
+
+    from experiments.replay import ReplayConfig, run_replay, write_results
+
+    root = tmp_path_factory.mktemp("replayed")
+    config = ReplayConfig(
+        stream="zipf",
+        queries=8,
+        sf=0.01,
+        seed=11,
+        modes=("spark", "criss"),
+        home=root / "home",
+        data_dir=tpch_dir,
+        criss_options={"memory_capacity": "8k"},
+    )
+    key = "spark.sql.adaptive.coalescePartitions.enabled"
+    before = tpch.conf.get(key)
+    tpch.conf.set(key, "false")
+    try:
+        result = run_replay(tpch, config)
+    finally:
+        tpch.conf.set(key, before)
+    results = root / "results"
+    write_results(result, results / "zipf-sf0.01-8.json")
+    return SimpleNamespace(home=root / "home", results=results, result=result, config=config)

@@ -251,7 +251,7 @@ WRITER = textwrap.dedent(
     from experiments.tpch.data import register_views
     spark = local_spark("killed-writer", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, sys.argv[2])
-    cs = criss.session(spark, home=sys.argv[1], min_texec=0)
+    cs = criss.session(spark, home=sys.argv[1], min_texec=0, codec_rate="20m")
     print("ready", flush=True)
     for i in range(200):
         cs.sql(
@@ -313,7 +313,9 @@ SHARER = textwrap.dedent(
     from rowcompare import assert_same_rows
     spark = local_spark("sharer", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, sys.argv[2])
-    cs = criss.session(spark, home=sys.argv[1], min_texec=0, memory_capacity="300k")
+    cs = criss.session(
+        spark, home=sys.argv[1], min_texec=0, memory_capacity="300k", codec_rate="20m"
+    )
     queries = [
         f"select l_orderkey, sum(l_extendedprice) s from lineitem where l_quantity > {q} "
         "group by l_orderkey"
