@@ -254,11 +254,9 @@ def explain(
 ) -> None:
     """Show how Criss plans SQL against a home: per operator, reused, cached, or why not.
 
-    A dry run as far as the engine allows: the query's result is never computed, and Criss
-    runs with min_ref=10**9 and eager_results=False so operators it never measured are not
-    cached. An operator measured before but no longer cached may still be cached again,
-    and a reused entry missing partitions gets them recomputed; the query is counted in the
-    QTree and the query log like any other.
+    A dry run: the query's result is never computed, and nothing is cached, recomputed,
+    promoted or recorded in the QTree or the query log; the plan shows what a real run
+    would reuse ("WOULD REUSE") and cache ("WOULD CACHE").
     """
     import criss
     from criss.sparksession import local_spark
@@ -271,7 +269,7 @@ def explain(
         register_views(spark, ensure_tpch(tpch_sf, data_dir, quiet=True))
     for name, path in views.items():
         spark.read.parquet(path).createOrReplaceTempView(name)
-    with criss.session(spark, home=str(home), min_ref=10**9, eager_results=False) as cs:
+    with criss.session(spark, home=str(home), dry_run=True) as cs:
         df = _spark_errors(cs.sql, sql)
         click.echo(cs.explain(df))
 

@@ -104,6 +104,9 @@ class CrissOptions:
     catalog_timeout: float = 10.0
     #: False turns Criss into a pass-through (queries run as plain Spark).
     enabled: bool = True
+    #: Plan and explain only: nothing is cached, recomputed, promoted or recorded, and the
+    #: returned DataFrame is the plain one (``criss explain`` uses this).
+    dry_run: bool = False
 
     @classmethod
     def resolve(cls, spark_conf: dict[str, str] | None = None, **overrides: Any) -> CrissOptions:
@@ -125,7 +128,7 @@ class CrissOptions:
         out = dict(values)
         if "home" in out:
             out["home"] = Path(out["home"]).expanduser()
-        for name in ("eager_results", "enabled"):
+        for name in ("eager_results", "enabled", "dry_run"):
             if name in out:
                 out[name] = _as_bool(out[name], name)
         if "min_ref" in out:

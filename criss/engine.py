@@ -89,6 +89,7 @@ class QueryRecord:
     planning_seconds: float = 0.0
     materialize_seconds: float = 0.0
     fallback: str | None = None
+    dry_run: bool = False
     #: The captured JVM plan, kept while the DataFrame lives so explain can label operators.
     captured: Any = None
 
@@ -191,7 +192,7 @@ class CrissSession:
         self.counters["queries"] += 1
         if not self.options.enabled:
             return df
-        record = QueryRecord(sql)
+        record = QueryRecord(sql, dry_run=self.options.dry_run)
         started = time.perf_counter()
         planner = _Planner(self, df, record)
         try:
@@ -220,7 +221,8 @@ class CrissSession:
         return df
 
     def _finish(self, df: DataFrame, record: QueryRecord, planner: _Planner) -> None:
-        self.counters.update(record.counters)
+        if not record.dry_run:  # a dry run's counters say what would have happened
+            self.counters.update(record.counters)
         self._last = record
         self._remember(df, record)
         self._log(record)
@@ -229,6 +231,8 @@ class CrissSession:
             weakref.finalize(df, planner.release)
 
     def _log(self, record: QueryRecord) -> None:
+        if record.dry_run:
+            return
         self.history.record(
             sql=record.sql,
             planning_seconds=record.planning_seconds,
@@ -314,6 +318,8 @@ class _Planner:
         captured = self.s.bridge.capture(self.df)
         self.record.captured = captured
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
+        if self.record.dry_run:
+            return self._dry_run(tree)
         self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
         for r in plan_reuse(tree, self._is_cached, self._cached_relatives):
@@ -330,6 +336,22 @@ class _Planner:
             return self.df
         bridge = self.s.bridge
         return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
+
+    def _dry_run(self, tree: PlanNode) -> DataFrame:
+        """Decide as a real run would, without caching, pinning or recording anything."""
+        relations = {n.relation["key"]: n.relation["version"] for n in tree.leaves() if n.relation}
+        observations = self.s.qtree.peek(tree)
+        if not self.s.qtree.stale_relations(relations):  # stale entries would be dropped first
+            for r in plan_reuse(tree, self._is_cached, self._cached_relatives):
+                entry = self.entries[r.fingerprint]
+                self.reuse_rules[r.path] = r
+                self.partition_counts[r.path] = _Served(
+                    len(entry.bitmap), len(entry.missing), entry.num_partitions, entry.bytes
+                )
+        reused = set(self.reuse_rules)
+        chosen = self._choose(tree, observations, reused)
+        self._explain(tree, observations, reused, {n.path for n in chosen})
+        return self.df
 
     def _read(
         self,
@@ -612,6 +634,7 @@ class _Planner:
                 d.partitions = served.describe()
             elif node.path in cached:
                 d.cached = node.fingerprint
+                counters["operators_cached"] += self.record.dry_run  # else counted when written
             else:
                 d.why_not = self._why_not(node, o)
             if o and o.stats.has_stats:
@@ -678,20 +701,24 @@ def _label(record: QueryRecord, d: OperatorDecision) -> str:
 
 
 def format_explain(record: QueryRecord, labels: bool = True) -> str:
+    reused, cached = ("would reuse", "would cache") if record.dry_run else ("reused", "cached")
     lines = [
-        f"Criss plan ({record.counters.get('operators_reused', 0)} reused, "
-        f"{record.counters.get('operators_cached', 0)} cached, "
+        f"Criss plan ({record.counters.get('operators_reused', 0)} {reused}, "
+        f"{record.counters.get('operators_cached', 0)} {cached}, "
         f"planning {record.planning_seconds * 1000:.0f} ms, "
         f"materializing {record.materialize_seconds:.2f} s)"
+        + (" - dry run: nothing was cached, recomputed or recorded" if record.dry_run else "")
     ]
     if record.fallback:
         lines.append(f"  fell back to plain Spark: {record.fallback}")
     for d in record.operators:
         indent = "  " * (len(d.path) + 1)
         state = (
-            "REUSED entry " + d.reused[:12] + ("" if d.rule == "exact" else f" via {d.rule}")
+            ("WOULD REUSE entry " if record.dry_run else "REUSED entry ")
+            + d.reused[:12]
+            + ("" if d.rule == "exact" else f" via {d.rule}")
             if d.reused
-            else "CACHED as " + d.cached[:12]
+            else ("WOULD CACHE as " if record.dry_run else "CACHED as ") + d.cached[:12]
             if d.cached
             else ("matched" if d.matched else "new") + f"; not cached: {d.why_not}"
         )

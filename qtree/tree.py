@@ -100,6 +100,22 @@ class QTree:
             raise CatalogError(f"cannot update the QTree catalog {self.db_path}: {exc}") from exc
         return result
 
+    def peek(self, root: PlanNode, now: float | None = None) -> dict[str, Observation]:
+        """What :meth:`observe` would report for ``root``, without changing the QTree."""
+        now = time.time() if now is None else now
+        nodes = [n for n in root.walk_bottom_up() if n.uncacheable is None]
+        known = self._load(n.fingerprint for n in nodes)
+        result: dict[str, Observation] = {}
+        for node in nodes:
+            old = known.get(node.fingerprint)
+            stats = (
+                NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
+                if old is not None
+                else NodeStats(node.fingerprint, node.op, 1, now, now)
+            )
+            result.setdefault(node.fingerprint, Observation(stats, matched=old is not None))
+        return result
+
     def _touch(self, node: PlanNode, old: NodeStats | None, now: float) -> NodeStats:
         if old is not None:
             self.db.execute(

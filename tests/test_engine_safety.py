@@ -203,3 +203,18 @@ def test_cheap_operators_are_not_worth_a_materialization_job(tpch, tmp_path):
         assert cs.last_query_summary().get("operators_cached", 0) == 0
     assert "not worth a materialization job" in cs.explain(df)
     cs.close()
+
+
+def test_dry_run_decides_like_a_real_run_but_changes_nothing(tpch, tmp_path):
+    dry = criss.session(tpch, home=str(tmp_path / "h"), dry_run=True)
+    df = dry.sql(AGG)
+    assert "WOULD CACHE as" in dry.explain(df) and "dry run" in dry.explain(df)
+    assert_same_rows(df.collect(), tpch.sql(AGG).collect())
+    assert dry.report()["entries"] == [] and len(dry.qtree) == 0 and not dry.history.recent()
+    dry.close()
+    real = criss.session(tpch, home=str(tmp_path / "h"))
+    _run(real, AGG)
+    real.close()
+    dry = criss.session(tpch, home=str(tmp_path / "h"), dry_run=True)
+    assert "WOULD REUSE entry" in dry.explain(dry.sql(AGG))
+    dry.close()
