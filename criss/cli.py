@@ -123,6 +123,14 @@ def datagen(sf: float, data_dir: Path | None) -> None:
     show_default=True,
     help="Run each distinct statement once, untimed, before the replay (JVM and page cache).",
 )
+@click.option(
+    "--variant",
+    "variant_specs",
+    multiple=True,
+    metavar="NAME:KEY=VALUE[,KEY=VALUE]",
+    help="Also replay a Criss configuration side by side as mode criss-NAME (repeatable), "
+    "e.g. disk:media=disk or recycler:policy=recycler.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(
@@ -139,6 +147,7 @@ def replay(
     master: str,
     conf_pairs: tuple[str, ...],
     warmup: bool,
+    variant_specs: tuple[str, ...],
     quiet: bool,
 ) -> None:
     """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
@@ -146,7 +155,8 @@ def replay(
     from criss.sparksession import local_spark
     from experiments.replay import ReplayConfig, run_replay, write_results
 
-    modes = ("spark", "criss") if mode == "both" else (mode,)
+    variants = _parse_variants(variant_specs)
+    modes = (("spark", "criss") if mode == "both" else (mode,)) + tuple(variants)
     config = ReplayConfig(
         stream=stream,
         queries=n_queries,
@@ -158,6 +168,7 @@ def replay(
         data_dir=data_dir,
         zipf_skew=zipf_skew,
         warmup=warmup,
+        variants=variants,
     )
     spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
@@ -272,6 +283,20 @@ def explain(
     with criss.session(spark, home=str(home), dry_run=True) as cs:
         df = _spark_errors(cs.sql, sql)
         click.echo(cs.explain(df))
+
+
+def _parse_variants(specs: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """``disk:media=disk,disk_capacity=1g`` → {"criss-disk": {"media": "disk", ...}}."""
+    variants: dict[str, dict[str, str]] = {}
+    for spec in specs:
+        name, sep, settings = spec.partition(":")
+        pairs = [p.partition("=") for p in settings.split(",") if p.strip()]
+        if not sep or not name.strip() or any(not eq or not k.strip() for k, eq, _ in pairs):
+            raise click.BadParameter(
+                f"expected NAME:KEY=VALUE[,KEY=VALUE], got {spec!r}", param_hint="--variant"
+            )
+        variants[f"criss-{name.strip()}"] = {k.strip(): v.strip() for k, _, v in pairs}
+    return variants
 
 
 def _parse_tables(pairs: tuple[str, ...]) -> dict[str, str]:

@@ -53,8 +53,12 @@ class ReplayProgress:
         n = min(self.done.values())
         if not n:
             return ""
-        base, mine = self.seconds["spark"], self.seconds["criss"]
-        return f"spark {base:.1f}s  criss {mine:.1f}s  saved {100 * (1 - mine / base):.0f}%"
+        other = next((m for m in self.modes if m != "spark"), None)
+        if "spark" not in self.seconds or other is None:
+            return "  ".join(f"{m} {s:.1f}s" for m, s in self.seconds.items())
+        base, mine = self.seconds["spark"], self.seconds[other]
+        saved = f"  saved {100 * (1 - mine / base):.0f}%" if base else ""
+        return f"spark {base:.1f}s  {other} {mine:.1f}s{saved}"
 
 
 def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> None:
@@ -78,10 +82,9 @@ def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> N
             f"[bold]{mode}[/bold] total {data['total_seconds']:.2f}s "
             f"over {len(data['queries'])} queries"
         )
-    comparison = result.get("comparison")
-    if comparison:
+    for mode, comparison in (result.get("comparisons") or {}).items():
         console.print(
-            f"criss vs spark: speedup {comparison['speedup']}x, "
+            f"{mode} vs spark: speedup {comparison['speedup']}x, "
             f"time saved {100 * comparison['time_saved_fraction']:.1f}%, "
             f"checksums match: {comparison['checksums_match']}"
         )

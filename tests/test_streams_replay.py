@@ -122,12 +122,22 @@ def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
         str(out),
         "--quiet",
         "--warmup",
+        "--variant",
+        "disk:media=disk,codec_rate=20m",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["queries"] == 3 and len(result["modes"]["spark"]["queries"]) == 3
     assert result["warmup"] is True
+    # a Criss configuration named on the command line ran side by side with Spark
+    assert result["variants"] == {"criss-disk": {"media": "disk", "codec_rate": "20m"}}
+    assert result["comparisons"]["criss-disk"]["checksums_match"]
+    assert "criss-disk vs spark" in proc.stdout
+    bad = subprocess.run(
+        [*cmd[:3], "replay", "--variant", "nocolon"], capture_output=True, text=True
+    )
+    assert bad.returncode == 2 and "expected NAME:KEY=VALUE" in bad.stderr
 
 
 def test_every_cli_command_has_help_and_is_in_the_readme():
