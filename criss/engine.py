@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
 from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
-from criss.history import QueryHistory
+from criss.history import COUNTERS, QueryHistory
 from criss.space import open_cache
 from policies import get_policy
 from policies.selection import Candidate, best_per_branch, collect_score, measured_score
@@ -46,20 +46,6 @@ log = logging.getLogger("criss")
 
 #: Input bytes per second assumed before any materialization has been measured.
 DEFAULT_SCAN_RATE = 64e6
-
-COUNTERS = (
-    "queries",
-    "operators_seen",
-    "operators_matched",
-    "operators_reused",
-    "operators_cached",
-    "partitions_reused",
-    "partitions_recomputed",
-    "bytes_written",
-    "bytes_read",
-    "fallbacks",
-    "invalidated",
-)
 
 
 @dataclass
@@ -430,21 +416,14 @@ class _Planner:
                     texec=entry.texec,
                     total_bytes=entry.total_bytes,
                 )
-            kept = {} if indices == list(range(result.num_partitions)) else self._uris(entry)
+            everything = indices == list(range(result.num_partitions))
+            kept = {} if everything else cache.uris_by_index(entry)  # as looked up, now pinned
             stored, _ = self._write(result, entry, indices)
         finally:
             self.record.materialize_seconds += time.perf_counter() - started
         self.record.counters["partitions_recomputed"] += len(indices)
         self._settle(entry.key, entry.schema_json, kept, stored)
         return len(indices)
-
-    def _uris(self, entry: EntryRecord) -> dict[int, str]:
-        """index → file of the reusable partitions of ``entry`` (as looked up, now pinned)."""
-        return {
-            i: self.s.cache.tiers[p.tier].uri(p.name)
-            for i, p in entry.partitions.items()
-            if i in entry.bitmap and not p.empty
-        }
 
     def _write(
         self,

@@ -24,6 +24,21 @@ log = logging.getLogger("criss")
 #: Rows kept; older ones are deleted as new ones arrive.
 KEEP = 2000
 
+#: What a session counts (``cs.report()["counters"]``); each logged query carries its share.
+COUNTERS = (
+    "queries",
+    "operators_seen",
+    "operators_matched",
+    "operators_reused",
+    "operators_cached",
+    "partitions_reused",
+    "partitions_recomputed",
+    "bytes_written",
+    "bytes_read",
+    "fallbacks",
+    "invalidated",
+)
+
 
 def _ensure_schema(db: sqlite_utils.Database) -> None:
     if "queries" not in db.table_names():

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import quote
 
 from criss.errors import CatalogError, NotFoundError, StorageError
+from criss.history import COUNTERS
 
 #: Operator fingerprints (cache entry keys) are lowercase hex.
 HEX_KEY = re.compile(r"^[0-9a-f]{8,64}$")
@@ -454,20 +455,8 @@ def _query_summary(queries: list[dict[str, Any]]) -> dict[str, Any]:
         "fallbacks": sum(1 for q in queries if q["fallback"]),
         "first_at": min((q["at"] for q in queries), default=None),
         "last_at": max((q["at"] for q in queries), default=None),
-        "counters": {
-            name: sums[name]
-            for name in (
-                "operators_seen",
-                "operators_matched",
-                "operators_reused",
-                "operators_cached",
-                "partitions_reused",
-                "partitions_recomputed",
-                "bytes_written",
-                "bytes_read",
-                "invalidated",
-            )
-        },
+        # per-query counters; "queries" and "fallbacks" are the log's own rows above
+        "counters": {name: sums[name] for name in COUNTERS if name not in ("queries", "fallbacks")},
         "partition_hit_ratio": hits / (hits + misses) if hits + misses else None,
         "queries_with_reuse": sum(1 for q in queries if q["counters"].get("operators_reused")),
     }

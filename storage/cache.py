@@ -69,6 +69,12 @@ class StoreResult:
     bytes: int = 0
     rows: int = 0
 
+    def add_leftover(self, index: int, path: Path) -> None:
+        """Partition ``index`` stays in the staging file ``path`` (this query reads it there)."""
+        self.leftovers[index] = str(path)
+        self.bytes += path.stat().st_size
+        self.rows += pq.ParquetFile(path).metadata.num_rows
+
     def files(self) -> dict[int, str]:
         """index → file for every partition that has one."""
         found = {i: uri for i, uri in self.stored.items() if uri is not None}
@@ -80,9 +86,7 @@ class StoreResult:
         result = cls()
         for index, path in staged_files(staged, indices).items():
             if path is not None:
-                result.leftovers[index] = str(path)
-                result.bytes += path.stat().st_size
-                result.rows += pq.ParquetFile(path).metadata.num_rows
+                result.add_leftover(index, path)
         return result
 
 
@@ -186,12 +190,15 @@ class PartitionCache:
 
     def uris(self, entry: EntryRecord) -> list[str]:
         """Files of every reusable, non-empty partition, in partition order."""
-        out = []
-        for index in sorted(entry.bitmap):
-            record = entry.partitions[index]
-            if not record.empty:
-                out.append(self.tiers[record.tier].uri(record.name))
-        return out
+        return list(self.uris_by_index(entry).values())
+
+    def uris_by_index(self, entry: EntryRecord) -> dict[int, str]:
+        """index → file of every reusable, non-empty partition, in partition order."""
+        return {
+            index: self.tiers[record.tier].uri(record.name)
+            for index in sorted(entry.bitmap)
+            if not (record := entry.partitions[index]).empty
+        }
 
     def record_reads(self, entry: EntryRecord) -> None:
         for index in entry.bitmap:
@@ -258,11 +265,8 @@ class PartitionCache:
                     continue
             self.refused += len(unit.indices)
             for index in unit.indices:
-                local = files[index]
-                if local is not None:
-                    result.leftovers[index] = str(local)
-                    result.bytes += local.stat().st_size
-                    result.rows += pq.ParquetFile(local).metadata.num_rows
+                if files[index] is not None:
+                    result.add_leftover(index, files[index])
         return result
 
     def _units_of_new(self, entry: EntryRecord, files: dict[int, Path | None]) -> list[Unit]:
@@ -325,9 +329,14 @@ class PartitionCache:
             usage.update(self.usage(missing))
         pinned = self.pinned() | {writing}
         groups: dict[tuple[str, str], list[PartitionRecord]] = {}
-        for record in self.catalog.partitions():
-            group = record.key if self.granularity == "operator" else f"{record.key}/{record.index}"
-            groups.setdefault((group, record.tier), []).append(record)
+        for entry in entries.values():
+            for record in entry.partitions.values():
+                if record.empty:
+                    continue
+                group = (
+                    entry.key if self.granularity == "operator" else f"{entry.key}/{record.index}"
+                )
+                groups.setdefault((group, record.tier), []).append(record)
         units = []
         for (_, tier), records in groups.items():
             key = records[0].key
@@ -338,7 +347,7 @@ class PartitionCache:
                     key,
                     tuple(sorted(r.index for r in records)),
                     size,
-                    self._benefits(entries[key], size, ref, recency) if key in entries else {},
+                    self._benefits(entries[key], size, ref, recency),
                     tier=tier,
                     pinned=key in pinned,
                 )
@@ -364,8 +373,8 @@ class PartitionCache:
         for move in steps:
             unit = move.unit
             assert unit.tier is not None
+            record = self.catalog.entry(unit.key)
             for index in unit.indices:
-                record = self.catalog.entry(unit.key)
                 part = record.partitions.get(index) if record else None
                 if part is None or part.tier != unit.tier:
                     continue  # another application moved it meanwhile
