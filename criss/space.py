@@ -126,9 +126,12 @@ def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree, codec_rate
         key = f"bandwidth:{tier.name}:{tier.describe().get('root') or tier.describe()}"
         medium = qtree.meta(key)
         if not medium:
-            scratch = tier.scratch_dir()
+            # A dot file at the tier's root, never in its temp directory: another application
+            # starting on this home may clean that temp directory while we measure.
             medium = (
-                measure_bandwidth(scratch) if scratch is not None else measure_tier_bandwidth(tier)
+                measure_bandwidth(tier.root)
+                if isinstance(tier, LocalTier)
+                else measure_tier_bandwidth(tier)
             )
             qtree.set_meta(key, medium)
         tier.bandwidth = 1 / (1 / float(medium) + 1 / codec_rate)
@@ -153,8 +156,9 @@ def open_cache(
     disk = next(t for t in everything if t.name == "disk")
     for tier in everything:  # for readers of the catalog alone (dashboard, CLI)
         qtree.set_meta(f"capacity:{tier.name}", tier.capacity_bytes)
-    calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk.root))
-    return PartitionCache(
+    # Open (and so register this application with) the cache before measuring anything:
+    # another application starting on this home cleans leftovers only while it is alone.
+    cache = PartitionCache(
         home / "cache.db",
         writable,
         readable=[t for t in everything if t not in writable],
@@ -163,3 +167,9 @@ def open_cache(
         granularity=options.granularity,
         timeout=options.catalog_timeout,
     )
+    try:
+        calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk.root))
+    except BaseException:
+        cache.close()
+        raise
+    return cache
