@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
-from qtree.plan import PlanNode, tree_from_catalyst_json
+from qtree.plan import Expr, PlanNode, expression_tree, tree_from_catalyst_json
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 PHASES = ("analyzed", "optimized")
 #: Settings for materialization jobs. AQE still coalesces small shuffle partitions (turning
@@ -159,6 +160,22 @@ class CatalystBridge:
     def partitioned(self, plan: Any) -> PartitionedResult:
         """Prepare ``plan``'s result for a partition-by-partition write (see PartitionedResult)."""
         return PartitionedResult(self, self.dataframe_of(plan))
+
+    def join_plan(self, df: DataFrame) -> JoinPlan:
+        """``df``'s optimized plan with its joins exposed for rewriting (see JoinPlan)."""
+        try:
+            return JoinPlan(self, df)
+        except Exception as exc:
+            if type(exc).__module__.startswith(("py4j", "pyspark")):
+                raise BridgeError(f"cannot inspect the plan's joins: {exc}") from exc
+            raise
+
+    def column(self, expression: Any) -> Column:
+        """A PySpark Column wrapping a resolved Catalyst expression (exprIds kept)."""
+        from pyspark.sql import Column
+
+        node = self.jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(expression)
+        return Column(self.jvm.org.apache.spark.sql.Column(node))
 
     def dataframe_of(self, plan: Any) -> DataFrame:
         """Wrap a JVM logical plan as a PySpark DataFrame (Spark re-analyzes and re-optimizes)."""
@@ -348,6 +365,148 @@ def file_relation_identity(jnode: Any) -> dict[str, Any] | None:
         "version": version,
         "bytes": sum(size for _, size, _ in files),
     }
+
+
+# --- join rewrites ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class JoinSide:
+    """One input of a join: its output columns and what Spark estimates it to be."""
+
+    #: (name, Spark SQL type as JSON, exprId) per output attribute, in order.
+    columns: tuple[tuple[str, Any, int], ...]
+    #: Catalyst's pre-execution size estimate (reliable for scans, not for joins).
+    estimated_bytes: int
+
+
+@dataclass(frozen=True)
+class JoinSite:
+    """A Join operator of an optimized plan, in plain Python for ``qtree``/``policies``."""
+
+    path: tuple[int, ...]
+    join_type: str  # Catalyst's JoinType.sql: "INNER", "LEFT OUTER", "LEFT SEMI", ...
+    #: The join condition as a plain expression tree (non-canonical: child order and
+    #: exprIds are the JVM's, so a path into it addresses the same JVM sub-expression).
+    condition: Expr | None
+    left: JoinSide
+    right: JoinSide
+    label: str
+
+
+class JoinPlan:
+    """An optimized plan whose joins may be replaced by DataFrames built from their inputs.
+
+    Join optimizations build a replacement with the DataFrame API over ``side()`` frames,
+    whose columns keep the join inputs' exprIds, so the join's original condition
+    (``condition_column()``) still resolves against them; ``replace()`` puts the
+    replacements back under the original ancestors.
+    """
+
+    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+        self.bridge = bridge
+        self.root = df._jdf.queryExecution().optimizedPlan()
+        self.sites = self._find_joins()
+        #: path → JVM plan replacing the subtree there (see ``put``).
+        self.replaced: dict[tuple[int, ...], Any] = {}
+
+    def _find_joins(self) -> list[JoinSite]:
+        sites: list[JoinSite] = []
+        stack: list[tuple[tuple[int, ...], Any]] = [((), self.root)]
+        while stack:
+            path, node = stack.pop()
+            kids = node.children()
+            stack.extend((path + (i,), kids.apply(i)) for i in reversed(range(kids.size())))
+            if node.getClass().getSimpleName() != "Join":
+                continue
+            condition = node.condition()
+            sites.append(
+                JoinSite(
+                    path=path,
+                    join_type=str(node.joinType().sql()),
+                    condition=(
+                        expression_tree(json.loads(condition.get().toJSON()))
+                        if condition.isDefined()
+                        else None
+                    ),
+                    left=self._side(node.left()),
+                    right=self._side(node.right()),
+                    label=str(node.simpleString(200)),
+                )
+            )
+        return sites
+
+    def _side(self, plan: Any) -> JoinSide:
+        output = plan.output()
+        columns = tuple(
+            (str(a.name()), json.loads(a.dataType().json()), int(a.exprId().id()))
+            for a in (output.apply(i) for i in range(output.size()))
+        )
+        return JoinSide(columns, int(str(plan.stats().sizeInBytes())))
+
+    def relations(self, path: tuple[int, ...], which: str) -> list[dict[str, Any]]:
+        """Identities (with fresh file listings) of the file relations under one join input.
+
+        Key artifacts built from an input (key sets, filters, indexes) by these, so an
+        artifact is never served for files that have since changed.
+        """
+        join = self.node_at(path)
+        leaves = (join.left() if which == "left" else join.right()).collectLeaves()
+        found = (
+            file_relation_identity(leaf)
+            for leaf in (leaves.apply(i) for i in range(leaves.size()))
+            if leaf.getClass().getSimpleName() == "LogicalRelation"
+        )
+        return [identity for identity in found if identity is not None]
+
+    def node_at(self, path: tuple[int, ...]) -> Any:
+        node = self.root
+        for index in path:
+            node = node.children().apply(index)
+        return node
+
+    def side(self, path: tuple[int, ...], which: str) -> DataFrame:
+        """The join's ``left`` or ``right`` input as a DataFrame (same exprIds), including
+        any replacement already ``put`` below it."""
+        child = path + ((0,) if which == "left" else (1,))
+        return self.bridge.dataframe_of(self._rebuild(child))
+
+    def condition_column(self, path: tuple[int, ...], expr_path: tuple[int, ...] = ()) -> Column:
+        """The join condition, or its sub-expression at ``expr_path``, as a Column."""
+        expr = self.node_at(path).condition().get()
+        for index in expr_path:
+            expr = expr.children().apply(index)
+        return self.bridge.column(expr)
+
+    def attribute_column(self, path: tuple[int, ...], which: str, index: int) -> Column:
+        """Output attribute ``index`` of the join's ``which`` input, as a Column."""
+        join = self.node_at(path)
+        side = join.left() if which == "left" else join.right()
+        return self.bridge.column(side.output().apply(index))
+
+    def put(self, path: tuple[int, ...], frame: DataFrame) -> None:
+        """Replace the subtree at ``path`` by ``frame``.
+
+        ``frame`` must output every attribute of the subtree it replaces (same exprIds;
+        extra columns are dropped by a Project of the original output), so ancestors and
+        their conditions still resolve.
+        """
+        original = self.node_at(path)
+        analyzed = frame._jdf.queryExecution().analyzed()
+        self.replaced[path] = self.bridge._project(original.output(), analyzed)
+
+    def result(self) -> DataFrame:
+        """The whole plan with every replacement in place."""
+        return self.bridge.dataframe_of(self._rebuild(()))
+
+    def _rebuild(self, at: tuple[int, ...]) -> Any:
+        if at in self.replaced:
+            return self.replaced[at]
+        node = self.node_at(at)
+        if not any(len(p) > len(at) and p[: len(at)] == at for p in self.replaced):
+            return node
+        kids = [self._rebuild(at + (i,)) for i in range(node.children().size())]
+        return node.withNewChildren(self.bridge.seq(kids))
 
 
 # --- plan inspection used by experiments ------------------------------------------------------

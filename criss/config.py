@@ -104,6 +104,12 @@ class CrissOptions:
     catalog_timeout: float = 10.0
     #: False turns Criss into a pass-through (queries run as plain Spark).
     enabled: bool = True
+    #: Join optimizations (criss.joins), each chosen per join from measured statistics;
+    #: False switches one off.
+    range_join: bool = True
+    semi_prefilter: bool = True
+    bloom_join: bool = True
+    runtime_filters: bool = True
     #: Plan and explain only: nothing is cached, recomputed, promoted or recorded, and the
     #: returned DataFrame is the plain one (``criss explain`` uses this).
     dry_run: bool = False
@@ -128,7 +134,15 @@ class CrissOptions:
         out = dict(values)
         if "home" in out:
             out["home"] = Path(out["home"]).expanduser()
-        for name in ("eager_results", "enabled", "dry_run"):
+        for name in (
+            "eager_results",
+            "enabled",
+            "dry_run",
+            "range_join",
+            "semi_prefilter",
+            "bloom_join",
+            "runtime_filters",
+        ):
             if name in out:
                 out[name] = _as_bool(out[name], name)
         if "min_ref" in out:

@@ -19,6 +19,7 @@ from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
 from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
 from criss.history import COUNTERS, QueryHistory
+from criss.joins import JoinChoice, JoinOptimizer
 from criss.space import open_cache
 from policies import get_policy
 from policies.selection import Candidate, best_per_branch, collect_score, measured_score
@@ -78,6 +79,8 @@ class QueryRecord:
     dry_run: bool = False
     #: The captured JVM plan, kept while the DataFrame lives so explain can label operators.
     captured: Any = None
+    #: What each join optimization decided for each join (see criss.joins).
+    joins: list[JoinChoice] = field(default_factory=list)
 
 
 class CrissSession:
@@ -93,6 +96,7 @@ class CrissSession:
         self.cache = open_cache(spark, options, self.home, self.qtree, self.policy)
         self.history = QueryHistory(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.bridge = CatalystBridge(spark)
+        self.joins = JoinOptimizer(self)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._last: QueryRecord | None = None
@@ -301,6 +305,7 @@ class _Planner:
         self.lease.release()
 
     def run(self) -> DataFrame:
+        self.df = self._optimize_joins(self.df)
         captured = self.s.bridge.capture(self.df)
         self.record.captured = captured
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
@@ -322,6 +327,21 @@ class _Planner:
             return self.df
         bridge = self.s.bridge
         return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
+
+    def _optimize_joins(self, df: DataFrame) -> DataFrame:
+        """Apply the join optimizations; a failure among them only costs their speed-up."""
+        try:
+            optimized, self.record.joins = self.s.joins.optimize(df, self.record.counters)
+            return optimized
+        except (CrissError, OSError, ValueError) as exc:
+            failure = exc
+        except Exception as exc:
+            if not type(exc).__module__.startswith(("py4j", "pyspark")):
+                raise
+            failure = exc
+        log.warning("join optimizations skipped for this query: %s", failure)
+        self.record.counters["join_failures"] += 1
+        return df
 
     def _dry_run(self, tree: PlanNode) -> DataFrame:
         """Decide as a real run would, without caching, pinning or recording anything."""
@@ -690,6 +710,8 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
     ]
     if record.fallback:
         lines.append(f"  fell back to plain Spark: {record.fallback}")
+    for choice in record.joins:
+        lines.append(f"  join: {choice.describe()}")
     for d in record.operators:
         indent = "  " * (len(d.path) + 1)
         state = (
