@@ -43,6 +43,7 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
 
 MEDIA = ("hybrid", "memory", "disk")
 GRANULARITIES = ("partition", "operator")
+REUSE_SCOPES = ("operators", "results")
 
 
 def default_home() -> Path:
@@ -79,6 +80,9 @@ class CrissOptions:
     media: str = "hybrid"
     #: Unit of placement and replacement: ``partition`` or ``operator`` (whole results).
     granularity: str = "partition"
+    #: ``operators`` (Criss) or ``results``: cache and reuse only whole query results,
+    #: keyed on the canonical plan, as an exact-result cache does (a baseline to compare).
+    reuse_scope: str = "operators"
     #: Quotas in bytes ("512m", "4g"); default: a share of tmpfs / free disk space, capped.
     memory_capacity: int | None = None
     disk_capacity: int | None = None
@@ -159,7 +163,11 @@ class CrissOptions:
         for name in ("memory_capacity", "disk_capacity", "alluxio_capacity"):
             if name in out:
                 out[name] = parse_bytes(out[name], name)
-        for name, allowed in (("media", MEDIA), ("granularity", GRANULARITIES)):
+        for name, allowed in (
+            ("media", MEDIA),
+            ("granularity", GRANULARITIES),
+            ("reuse_scope", REUSE_SCOPES),
+        ):
             if name in out and out[name] not in allowed:
                 raise ConfigError(f"{name}={out[name]!r} is not one of {', '.join(allowed)}")
         if "allowed_udfs" in out and isinstance(out["allowed_udfs"], str):

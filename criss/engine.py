@@ -313,7 +313,7 @@ class _Planner:
             return self._dry_run(tree)
         self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
-        for r in plan_reuse(tree, self._is_cached, self._cached_relatives):
+        for r in self._reusable(tree):
             served = self._serve(captured, r)
             if served is not None:
                 self.replacements[r.path] = served
@@ -348,7 +348,7 @@ class _Planner:
         relations = {n.relation["key"]: n.relation["version"] for n in tree.leaves() if n.relation}
         observations = self.s.qtree.peek(tree)
         if not self.s.qtree.stale_relations(relations):  # stale entries would be dropped first
-            for r in plan_reuse(tree, self._is_cached, self._cached_relatives):
+            for r in self._reusable(tree):
                 entry = self.entries[r.fingerprint]
                 self.reuse_rules[r.path] = r
                 self.partition_counts[r.path] = _Served(
@@ -358,6 +358,13 @@ class _Planner:
         chosen = self._choose(tree, observations, reused)
         self._explain(tree, observations, reused, {n.path for n in chosen})
         return self.df
+
+    def _reusable(self, tree: PlanNode) -> list[Reuse]:
+        found = plan_reuse(tree, self._is_cached, self._cached_relatives)
+        if self.s.options.reuse_scope == "results":  # an exact-result cache serves whole queries
+            wanted = result_node(tree).path
+            found = [r for r in found if r.path == wanted and r.rule == "exact"]
+        return found
 
     def _read(
         self,
@@ -522,6 +529,9 @@ class _Planner:
         self, tree: PlanNode, obs: dict[str, Observation], reused: set[tuple[int, ...]]
     ) -> list[PlanNode]:
         result_path = self.result_path = result_node(tree).path
+        if self.s.options.reuse_scope == "results":
+            result = result_node(tree)
+            return [] if result.path in reused or not storable(result) else [result]
         by_key: dict[str, PlanNode] = {}
 
         def candidate(node: PlanNode) -> Candidate:
@@ -649,6 +659,8 @@ class _Planner:
     def _why_not(self, node: PlanNode, o: Observation | None) -> str:
         if node.uncacheable:
             return node.uncacheable
+        if self.s.options.reuse_scope == "results" and node.path != self.result_path:
+            return "reuse_scope=results: only whole query results are cached"
         if not storable(node):
             return f"{node.op} results are not stored (cheap to recompute or order-sensitive)"
         if o is None:

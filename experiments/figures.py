@@ -1,0 +1,353 @@
+"""The paper's evaluation (§3), one command per experiment, results and plots committed.
+
+    python -m experiments.figures run fig5        # Criss vs plain Spark, result cache, oracle
+    python -m experiments.figures run fig6        # storage media: hybrid / memory / disk
+    python -m experiments.figures run fig10       # benefit model: Criss vs Recycler
+    python -m experiments.figures run fig14       # reuse granularity: partition vs operator
+    python -m experiments.figures run overhead    # no-repeat stream + planning overhead
+    python -m experiments.figures plot            # redraw every PNG from the committed JSON
+
+Each experiment is one or more side-by-side replays (``experiments.replay``): plain Spark and
+every Criss configuration in one process on one SparkSession, alternating query by query,
+after an untimed warm-up pass, with checksums compared query by query. The JSON lands in
+``experiments/results/<experiment>-<stream>-sf<SF>-<N>.json`` with a PNG next to it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import click
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+#: The paper's cache sizes scaled to SF1 (§3.2: 100 GB of data, 3 GB of memory for
+#: Random-QS/Zipf-QS and 18 GB for Random-QS-v, and a cache too small for what the benefit
+#: model selects on Random-QS-v). Criss writes ≈ 420 MB on Random-QS-v at SF1.
+SMALL_MEMORY = "64m"
+TIGHT_CACHE = {"memory_capacity": "64m", "disk_capacity": "192m"}
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    title: str
+    streams: tuple[str, ...]
+    #: Criss configurations besides plain Spark: mode name → options.
+    modes: dict[str, dict[str, Any]]
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def variants(self) -> dict[str, dict[str, Any]]:
+        return {m: o for m, o in self.modes.items() if m != "criss"}
+
+    def label(self, mode: str) -> str:
+        return self.labels.get(mode, mode)
+
+
+EXPERIMENTS = {
+    e.name: e
+    for e in (
+        Experiment(
+            "fig5",
+            "Criss vs plain Spark, an exact-result cache and the oracle",
+            ("random", "zipf", "random-v"),
+            {"criss": {}, "criss-results": {"reuse_scope": "results"}},
+            {"spark": "plain Spark", "criss": "Criss", "criss-results": "result cache"},
+        ),
+        Experiment(
+            "fig6",
+            f"Storage media with a small memory quota ({SMALL_MEMORY})",
+            ("random-v",),
+            {
+                "criss": {"memory_capacity": SMALL_MEMORY},
+                "criss-memory": {"media": "memory", "memory_capacity": SMALL_MEMORY},
+                "criss-disk": {"media": "disk"},
+            },
+            {
+                "spark": "plain Spark",
+                "criss": "hybrid",
+                "criss-memory": "memory only",
+                "criss-disk": "disk only",
+            },
+        ),
+        Experiment(
+            "fig10",
+            "Benefit model: Criss vs Recycler, cache smaller than the working set",
+            ("random-v",),
+            {"criss": dict(TIGHT_CACHE), "criss-recycler": {**TIGHT_CACHE, "policy": "recycler"}},
+            {"spark": "plain Spark", "criss": "Criss benefit", "criss-recycler": "Recycler"},
+        ),
+        Experiment(
+            "fig14",
+            "Reuse granularity: partition vs operator, cache smaller than the working set",
+            ("random-v",),
+            {
+                "criss": dict(TIGHT_CACHE),
+                "criss-operator": {**TIGHT_CACHE, "granularity": "operator"},
+            },
+            {"spark": "plain Spark", "criss": "partition", "criss-operator": "operator"},
+        ),
+        Experiment(
+            "overhead",
+            "Overhead on a stream without repeats",
+            ("no-repeat",),
+            {"criss": {}},
+            {"spark": "plain Spark", "criss": "Criss"},
+        ),
+    )
+}
+
+
+def result_path(
+    experiment: str, stream: str, sf: float, queries: int, out_dir: Path = RESULTS
+) -> Path:
+    return Path(out_dir) / f"{experiment}-{stream}-sf{sf:g}-{queries}.json"
+
+
+# --- analysis ------------------------------------------------------------------------------------
+
+
+def oracle_seconds(result: dict[str, Any]) -> float | None:
+    """Perfect whole-query reuse from the measured times: each distinct statement costs its
+    plain-Spark time once; every repeat costs the cheapest measured execution of it at that
+    position in any Criss mode (at best a read of its cached result)."""
+    modes = result["modes"]
+    if "spark" not in modes:
+        return None
+    others = [m for m in modes if m != "spark"]
+    seen: set[tuple[str, str]] = set()
+    total = 0.0
+    for i, record in enumerate(modes["spark"]["queries"]):
+        key = (record["query"], record["variant"])
+        if key not in seen:
+            seen.add(key)
+            total += record["seconds"]
+        elif others:
+            total += min(modes[m]["queries"][i]["seconds"] for m in others)
+    return total
+
+
+def split_first_and_repeats(queries: list[dict[str, Any]]) -> tuple[float, float]:
+    """Seconds spent on first occurrences of a statement and on its repeats."""
+    seen: set[tuple[str, str]] = set()
+    first = repeats = 0.0
+    for record in queries:
+        key = (record["query"], record["variant"])
+        if key in seen:
+            repeats += record["seconds"]
+        else:
+            seen.add(key)
+            first += record["seconds"]
+    return first, repeats
+
+
+def planning_ms(queries: Iterable[dict[str, Any]]) -> dict[str, float] | None:
+    """Median and p95 of Criss's per-query planning time (capture → rewrite), in ms."""
+    values = sorted(
+        1000 * q["criss"]["planning_seconds"]
+        for q in queries
+        if q.get("criss") and q["criss"].get("planning_seconds") is not None
+    )
+    if not values:
+        return None
+    p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
+    return {"median": round(statistics.median(values), 1), "p95": round(p95, 1)}
+
+
+def summarize(result: dict[str, Any]) -> dict[str, Any]:
+    """Per mode: total, ratio and saving vs plain Spark, first/repeat split, planning."""
+    modes = result["modes"]
+    plain = modes["spark"]["total_seconds"]
+    oracle = oracle_seconds(result)
+    summary: dict[str, Any] = {"plain_seconds": plain, "oracle_seconds": oracle, "modes": {}}
+    for mode, data in modes.items():
+        total = data["total_seconds"]
+        first, repeats = split_first_and_repeats(data["queries"])
+        row = {
+            "total_seconds": round(total, 1),
+            "speedup": round(plain / total, 3) if total else None,
+            "time_saved": round(1 - total / plain, 4) if plain else None,
+            "first_seconds": round(first, 1),
+            "repeat_seconds": round(repeats, 1),
+        }
+        if mode != "spark":
+            report = result.get("criss_reports", {}).get(mode, {})
+            counters = report.get("counters", {})
+            row["checksums_match"] = (
+                result.get("comparisons", {}).get(mode, {}).get("checksums_match")
+            )
+            row["planning_ms"] = planning_ms(data["queries"])
+            row["bytes_written"] = counters.get("bytes_written")
+            row["operators_reused"] = counters.get("operators_reused")
+            row["partitions_recomputed"] = counters.get("partitions_recomputed")
+            if oracle is not None and plain > oracle:
+                row["oracle_share"] = round((plain - total) / (plain - oracle), 3)
+        summary["modes"][mode] = row
+    if oracle is not None:
+        summary["oracle_time_saved"] = round(1 - oracle / plain, 4)
+    return summary
+
+
+# --- running -------------------------------------------------------------------------------------
+
+
+def run_experiment(
+    experiment: Experiment,
+    *,
+    sf: float,
+    queries: int,
+    seed: int,
+    master: str = "local[2]",
+    quiet: bool = False,
+    out_dir: Path = RESULTS,
+) -> list[Path]:
+    from criss.console import ReplayProgress, print_replay_summary
+    from criss.sparksession import local_spark
+    from experiments.replay import ReplayConfig, run_replay, write_results
+
+    spark = local_spark(
+        "criss-experiments", master=master, conf={"spark.sql.shuffle.partitions": "8"}
+    )
+    written = []
+    for stream in experiment.streams:
+        modes = ("spark", *experiment.modes)
+        config = ReplayConfig(
+            stream=stream,
+            queries=queries,
+            sf=sf,
+            seed=seed,
+            modes=modes,
+            warmup=True,
+            criss_options=experiment.modes.get("criss", {}),
+            variants=experiment.variants(),
+        )
+        with ReplayProgress(queries, modes, enabled=not quiet) as progress:
+            result = run_replay(spark, config, on_query=progress.update)
+        result["experiment"] = experiment.name
+        result["summary"] = summarize(result)
+        out = write_results(result, result_path(experiment.name, stream, sf, queries, out_dir))
+        print_replay_summary(result, per_query=False)
+        plot_result(result, out.with_suffix(".png"))
+        written.append(out)
+        mismatched = [
+            m for m, c in result.get("comparisons", {}).items() if not c["checksums_match"]
+        ]
+        if mismatched:
+            raise click.ClickException(f"results differ from plain Spark in {mismatched}")
+    spark.stop()
+    return written
+
+
+# --- plots ---------------------------------------------------------------------------------------
+
+
+def plot_result(result: dict[str, Any], out: Path) -> Path:
+    """Total time per mode (with the oracle) and cumulative time along the stream."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    experiment = EXPERIMENTS.get(result.get("experiment", ""), None)
+    label = experiment.label if experiment else (lambda m: m)
+    summary = result.get("summary") or summarize(result)
+    modes = list(result["modes"])
+    fig, (bars, lines) = plt.subplots(1, 2, figsize=(12, 4.5))
+    names = [label(m) for m in modes]
+    totals = [result["modes"][m]["total_seconds"] for m in modes]
+    if summary.get("oracle_seconds") is not None and result.get("experiment") == "fig5":
+        names.append("oracle")
+        totals.append(summary["oracle_seconds"])
+    drawn = bars.bar(names, totals, color=["#999999"] + ["#3a7dc9"] * (len(totals) - 1))
+    plain = summary["plain_seconds"]
+    for rect, total in zip(drawn, totals, strict=True):
+        saved = 1 - total / plain if plain else 0.0
+        note = (
+            ""
+            if rect is drawn[0]
+            else f"\n{saved:.0%} saved"
+            if saved >= 0
+            else f"\n{-saved:.0%} slower"
+        )
+        bars.annotate(
+            f"{total:.0f} s{note}",
+            (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    bars.set_ylim(0, max(totals) * 1.18)
+    bars.set_ylabel("total seconds (lower is better)")
+    bars.set_title(f"{result['stream']} - SF{result['sf']:g}, {result['queries']} queries")
+    for mode in modes:
+        running, acc = [], 0.0
+        for q in result["modes"][mode]["queries"]:
+            acc += q["seconds"]
+            running.append(acc)
+        lines.plot(range(1, len(running) + 1), running, label=label(mode))
+    lines.set_xlabel("query position")
+    lines.set_ylabel("cumulative seconds")
+    lines.legend()
+    title = experiment.title if experiment else result.get("experiment", "replay")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return out
+
+
+# --- command line --------------------------------------------------------------------------------
+
+
+@click.group()
+def main() -> None:
+    """Run the paper's experiments and redraw their plots."""
+
+
+@main.command("run")
+@click.argument("name", type=click.Choice(sorted(EXPERIMENTS)))
+@click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
+@click.option("--queries", type=int, default=100, show_default=True, help="Stream length.")
+@click.option("--seed", type=int, default=42, show_default=True, help="Stream seed.")
+@click.option("--master", default="local[2]", show_default=True, help="Spark master.")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option(
+    "--out-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=RESULTS,
+    show_default="experiments/results",
+    help="Where the JSON and PNG go.",
+)
+def run(
+    name: str, sf: float, queries: int, seed: int, master: str, quiet: bool, out_dir: Path
+) -> None:
+    """Run experiment NAME; write its JSON and PNG (default under experiments/results/)."""
+    for path in run_experiment(
+        EXPERIMENTS[name],
+        sf=sf,
+        queries=queries,
+        seed=seed,
+        master=master,
+        quiet=quiet,
+        out_dir=out_dir,
+    ):
+        click.echo(f"wrote {path} and {path.with_suffix('.png').name}")
+
+
+@main.command("plot")
+def plot() -> None:
+    """Redraw the PNG of every committed experiment result."""
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        if result.get("experiment") in EXPERIMENTS:
+            result["summary"] = summarize(result)
+            click.echo(f"drew {plot_result(result, path.with_suffix('.png'))}")
+
+
+if __name__ == "__main__":
+    main()
