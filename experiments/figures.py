@@ -20,9 +20,12 @@ import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -205,14 +208,22 @@ def run_experiment(
     master: str = "local[2]",
     quiet: bool = False,
     out_dir: Path = RESULTS,
+    spark: SparkSession | None = None,
+    data_dir: Path | None = None,
 ) -> list[Path]:
+    """Run ``experiment``'s replays; write JSON and PNG per stream; return the JSON paths.
+
+    Without ``spark``, a local session like the replay CLI's is started and stopped.
+    """
     from criss.console import ReplayProgress, print_replay_summary
     from criss.sparksession import local_spark
     from experiments.replay import ReplayConfig, run_replay, write_results
 
-    spark = local_spark(
-        "criss-experiments", master=master, conf={"spark.sql.shuffle.partitions": "8"}
-    )
+    own_session = spark is None
+    if spark is None:
+        spark = local_spark(
+            "criss-experiments", master=master, conf={"spark.sql.shuffle.partitions": "8"}
+        )
     written = []
     for stream in experiment.streams:
         modes = ("spark", *experiment.modes)
@@ -223,6 +234,7 @@ def run_experiment(
             seed=seed,
             modes=modes,
             warmup=True,
+            data_dir=data_dir,
             criss_options=experiment.modes.get("criss", {}),
             variants=experiment.variants(),
         )
@@ -239,7 +251,8 @@ def run_experiment(
         ]
         if mismatched:
             raise click.ClickException(f"results differ from plain Spark in {mismatched}")
-    spark.stop()
+    if own_session:
+        spark.stop()
     return written
 
 
@@ -347,6 +360,53 @@ def plot() -> None:
         if result.get("experiment") in EXPERIMENTS:
             result["summary"] = summarize(result)
             click.echo(f"drew {plot_result(result, path.with_suffix('.png'))}")
+
+
+@main.command("table")
+def table() -> None:
+    """Print the markdown tables of every committed experiment result (for RESULTS.md)."""
+    for path in sorted(RESULTS.glob("*.json")):
+        result = json.loads(path.read_text())
+        experiment = EXPERIMENTS.get(result.get("experiment", ""))
+        if experiment is None:
+            continue
+        click.echo(markdown_table(result, experiment, path.name))
+
+
+def markdown_table(result: dict[str, Any], experiment: Experiment, filename: str) -> str:
+    summary = summarize(result)
+    lines = [
+        f"**{experiment.name}** - {experiment.title}; stream {result['stream']}, "
+        f"SF{result['sf']:g}, {result['queries']} queries, seed {result['seed']} "
+        f"(`results/{filename}`, {result['created'][:10]})",
+        "",
+        "| mode | total (s) | speed-up | time saved | first occurrences (s) | repeats (s) "
+        "| share of oracle | planning median / p95 (ms) | written (MB) | checksums |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for mode, row in summary["modes"].items():
+        planning = row.get("planning_ms")
+        written = row.get("bytes_written")
+        cells = [
+            experiment.label(mode),
+            f"{row['total_seconds']:.1f}",
+            f"{row['speedup']:.2f}x",
+            f"{row['time_saved']:.1%}",
+            f"{row['first_seconds']:.1f}",
+            f"{row['repeat_seconds']:.1f}",
+            str(row.get("oracle_share", "")),
+            f"{planning['median']:.0f} / {planning['p95']:.0f}" if planning else "",
+            f"{written / 1e6:.0f}" if written is not None else "",
+            "" if mode == "spark" else "equal" if row.get("checksums_match") else "DIFFER",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    if summary.get("oracle_seconds") is not None:
+        lines.append(
+            f"| oracle | {summary['oracle_seconds']:.1f} | "
+            f"{summary['plain_seconds'] / summary['oracle_seconds']:.2f}x "
+            f"| {summary['oracle_time_saved']:.1%} | | | 1 | | | |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":

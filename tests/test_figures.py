@@ -1,0 +1,87 @@
+"""The experiments' analysis (oracle, first/repeat split, planning percentiles) and one tiny
+real run of an experiment end to end (replay, JSON, summary, PNG)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from experiments.figures import (
+    EXPERIMENTS,
+    markdown_table,
+    oracle_seconds,
+    planning_ms,
+    run_experiment,
+    split_first_and_repeats,
+    summarize,
+)
+
+
+def _record(query, seconds, planning=None):
+    record = {"query": query, "variant": "orig", "seconds": seconds, "checksum": "x"}
+    if planning is not None:
+        record["criss"] = {"planning_seconds": planning}
+    return record
+
+
+def _result():
+    # statement A three times, B once
+    spark = [_record("Q1", 10), _record("Q2", 5), _record("Q1", 10), _record("Q1", 10)]
+    criss = [
+        _record("Q1", 12, 0.10),
+        _record("Q2", 6, 0.08),
+        _record("Q1", 1, 0.05),
+        _record("Q1", 0.5, 0.30),
+    ]
+    results = [_record("Q1", 11), _record("Q2", 6), _record("Q1", 2), _record("Q1", 2)]
+    return {
+        "modes": {
+            "spark": {"total_seconds": 35, "queries": spark},
+            "criss": {"total_seconds": 19.5, "queries": criss},
+            "criss-results": {"total_seconds": 21, "queries": results},
+        },
+        "comparisons": {"criss": {"checksums_match": True}},
+        "stream": "zipf",
+        "sf": 1,
+        "queries": 4,
+        "seed": 1,
+        "created": "2026-11-21T00:00:00",
+        "experiment": "fig5",
+    }
+
+
+def test_oracle_pays_each_statement_once_and_repeats_at_the_cheapest_measured_read():
+    assert oracle_seconds(_result()) == pytest.approx(10 + 5 + 1 + 0.5)
+
+
+def test_summary_splits_first_occurrences_and_repeats_and_relates_to_the_oracle():
+    assert split_first_and_repeats(_result()["modes"]["criss"]["queries"]) == (18, 1.5)
+    summary = summarize(_result())
+    criss = summary["modes"]["criss"]
+    assert criss["time_saved"] == pytest.approx(1 - 19.5 / 35, abs=1e-4)
+    assert criss["oracle_share"] == pytest.approx((35 - 19.5) / (35 - 16.5), abs=1e-3)
+    assert criss["planning_ms"] == {"median": 90.0, "p95": 300.0}
+    assert planning_ms([_record("Q1", 1)]) is None
+    assert "| oracle | 16.5 |" in markdown_table(_result(), EXPERIMENTS["fig5"], "f.json")
+
+
+@pytest.mark.spark
+def test_an_experiment_runs_end_to_end(tpch, tpch_dir, tmp_path):
+    pytest.importorskip("matplotlib")
+    [path] = run_experiment(
+        EXPERIMENTS["overhead"],
+        sf=0.01,
+        queries=3,
+        seed=3,
+        quiet=True,
+        out_dir=tmp_path,
+        spark=tpch,
+        data_dir=tpch_dir,
+    )
+    result = json.loads(path.read_text())
+    assert set(result["modes"]) == {"spark", "criss"}
+    assert result["summary"]["modes"]["criss"]["checksums_match"] is True
+    assert len(result["modes"]["criss"]["queries"]) == 3
+    png = path.with_suffix(".png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
