@@ -12,6 +12,7 @@ import hashlib
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
@@ -380,18 +381,45 @@ class JoinSide:
     estimated_bytes: int
 
 
-@dataclass(frozen=True)
 class JoinSite:
-    """A Join operator of an optimized plan, in plain Python for ``qtree``/``policies``."""
+    """A Join operator of an optimized plan, in plain Python for ``qtree``/``policies``.
 
-    path: tuple[int, ...]
-    join_type: str  # Catalyst's JoinType.sql: "INNER", "LEFT OUTER", "LEFT SEMI", ...
-    #: The join condition as a plain expression tree (non-canonical: child order and
-    #: exprIds are the JVM's, so a path into it addresses the same JVM sub-expression).
-    condition: Expr | None
-    left: JoinSide
-    right: JoinSide
-    label: str
+    Its fields are fetched from the JVM on first use (every query's joins are listed, few
+    are of interest to any optimization).
+    """
+
+    def __init__(self, plan: JoinPlan, path: tuple[int, ...], node: Any) -> None:
+        self.path = path
+        self._plan, self._node = plan, node
+
+    @cached_property
+    def join_type(self) -> str:
+        """Catalyst's JoinType.sql: "INNER", "LEFT OUTER", "LEFT SEMI", ..."""
+        return str(self._node.joinType().sql())
+
+    @cached_property
+    def condition(self) -> Expr | None:
+        """The join condition as a plain expression tree (non-canonical: child order and
+        exprIds are the JVM's, so a path into it addresses the same JVM sub-expression)."""
+        condition = self._node.condition()
+        if not condition.isDefined():
+            return None
+        return expression_tree(json.loads(condition.get().toJSON()))
+
+    @cached_property
+    def left(self) -> JoinSide:
+        return self._plan._side(self._node.left())
+
+    @cached_property
+    def right(self) -> JoinSide:
+        return self._plan._side(self._node.right())
+
+    @cached_property
+    def label(self) -> str:
+        return str(self._node.simpleString(200))
+
+    def __repr__(self) -> str:
+        return f"JoinSite({self.path}, {self.label[:60]!r})"
 
 
 class JoinPlan:
@@ -417,23 +445,8 @@ class JoinPlan:
             path, node = stack.pop()
             kids = node.children()
             stack.extend((path + (i,), kids.apply(i)) for i in reversed(range(kids.size())))
-            if node.getClass().getSimpleName() != "Join":
-                continue
-            condition = node.condition()
-            sites.append(
-                JoinSite(
-                    path=path,
-                    join_type=str(node.joinType().sql()),
-                    condition=(
-                        expression_tree(json.loads(condition.get().toJSON()))
-                        if condition.isDefined()
-                        else None
-                    ),
-                    left=self._side(node.left()),
-                    right=self._side(node.right()),
-                    label=str(node.simpleString(200)),
-                )
-            )
+            if node.nodeName() == "Join":
+                sites.append(JoinSite(self, path, node))
         return sites
 
     def _side(self, plan: Any) -> JoinSide:
