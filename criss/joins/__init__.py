@@ -97,7 +97,9 @@ class JoinContext:
 
 def _registry() -> tuple[JoinOptimization, ...]:
     """Optimizations in the order they are tried on each join (the first that applies wins)."""
-    return ()
+    from criss.joins.range import RangeJoin
+
+    return (RangeJoin(),)
 
 
 class JoinOptimizer:

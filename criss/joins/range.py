@@ -1,0 +1,286 @@
+"""Range joins as bucket equi-joins with length classes (seed paper 001, eBay Carmel).
+
+Spark plans ``p BETWEEN s AND e`` or ``a.s <= b.e AND b.s <= a.e`` without equi keys as a
+nested loop over all pairs of rows. Here such a join becomes an equi-join on
+``(level, bucket)``: every row's interval ``[lo, hi]`` (a point is ``lo = hi``) is mapped to
+the key domain (numbers as double, dates by ``unix_date``, timestamps by ``unix_micros``),
+the interval side is exploded into the buckets ``floor(lo / w) .. floor(hi / w)`` of its
+length class (level ``l`` has width ``w_l``; no interval covers more than ~``max_buckets``
+buckets), the other side gets its buckets at every level, and the join keeps the whole
+original condition as its residual, so the answer is Spark's. A pair of overlapping
+intervals meets in several buckets; only the bucket holding ``max(lo_a, lo_b)`` emits it.
+
+Bucket widths come from one aggregation per input (row count, key span and a log2 length
+histogram), stored in the QTree's metadata under the input's fingerprint, so a repeated
+query does not measure again; the exploded interval side is a plain DataFrame subtree, which
+Criss's own cache can store and reuse like any operator.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from typing import TYPE_CHECKING, Any
+
+from criss.joins import JoinChoice
+from policies.joins import RangeJoinModel, SideStats
+from qtree.joins import RangeCondition, detect_range, equi_keys, one_sided, signature
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from criss.bridge import JoinPlan, JoinSite
+    from criss.joins import JoinContext
+
+log = logging.getLogger("criss.joins.range")
+
+_JOIN_TYPES = {"INNER": "inner", "CROSS": "inner", "LEFT OUTER": "left", "RIGHT OUTER": "right"}
+_NUMERIC = ("byte", "short", "integer", "long", "decimal")
+#: Spark conf overriding ``RangeJoinModel.min_seconds`` (tests rewrite tiny joins with 0)
+MIN_SECONDS_CONF = "spark.criss.range.join.min.seconds"
+MIN_RATIO_CONF = "spark.criss.range.join.min.ratio"
+
+
+class RangeJoin:
+    """The ``range_join`` optimization (see the module docstring)."""
+
+    name = "range_join"
+
+    def __init__(self, model: RangeJoinModel | None = None) -> None:
+        self.model = model
+
+    def apply(
+        self, plan: JoinPlan, site: JoinSite, context: JoinContext
+    ) -> tuple[DataFrame | None, JoinChoice | None]:
+        left_ids = {c[2] for c in site.left.columns}
+        right_ids = {c[2] for c in site.right.columns}
+        found = detect_range(site.condition, left_ids, right_ids)
+        if found is None:
+            if one_sided(site.condition, left_ids, right_ids):
+                return None, self._skip(
+                    site, "one-sided bound only (like p >= s): no interval to bucket"
+                )
+            return None, None
+        if equi_keys(site.condition, left_ids, right_ids):
+            return None, self._skip(site, "has equi keys: Spark's hash/sort-merge join applies")
+        if site.join_type not in _JOIN_TYPES:
+            return None, self._skip(site, f"{site.join_type} join is not rewritten")
+        return self._plan(plan, site, found, context)
+
+    # --- decision -------------------------------------------------------------------------
+
+    def _plan(
+        self, plan: JoinPlan, site: JoinSite, found: RangeCondition, context: JoinContext
+    ) -> tuple[DataFrame | None, JoinChoice | None]:
+        sides = {w: _Side(plan, site, found, w) for w in ("left", "right")}
+        kinds = {s.domain() for s in sides.values()}
+        if None in kinds or len(kinds) != 1:
+            types = {w: s.types for w, s in sides.items()}
+            return None, self._skip(site, f"bound types {types} not bucketable (float/mixed)")
+        preserved = {"LEFT OUTER": "left", "RIGHT OUTER": "right"}.get(site.join_type)
+        if preserved is not None and found.point_side != preserved:
+            return None, self._skip(
+                site,
+                f"outer join preserves the {preserved} side, which would be exploded "
+                "into several buckets (more than one row per preserved row)",
+            )
+        stats = {w: s.stats(context) for w, s in sides.items()}
+        interval = found.interval_side
+        if found.point_side is None and stats["left"].rows < stats["right"].rows:
+            interval = "left"
+        probe = "left" if interval == "right" else "right"
+        model = self.model or _model(context)
+        decision = model.choose(stats[interval], stats[probe], single_level=preserved is not None)
+        details = dict(decision.details, kind=found.kind, interval_side=interval)
+        details["measured"] = {w: s.measured for w, s in sides.items()}
+        if decision.method is None:
+            context.counters["range_join_kept_nested_loop"] += 1
+            return None, JoinChoice(
+                self.name, site.path, site.label, False, decision.reason, details
+            )
+        frame = _bucket_join(
+            plan, site, sides[probe], sides[interval], decision.widths, model, found
+        )
+        context.counters["range_join_bucket"] += 1
+        return frame, JoinChoice(self.name, site.path, site.label, True, decision.reason, details)
+
+    def _skip(self, site: JoinSite, reason: str) -> JoinChoice:
+        return JoinChoice(self.name, site.path, site.label, False, reason)
+
+
+def _model(context: JoinContext) -> RangeJoinModel:
+    """The default model, with ``spark.criss.range.join.min.{seconds,ratio}`` applied."""
+    conf = context.session.spark.conf
+    seconds, ratio = conf.get(MIN_SECONDS_CONF, None), conf.get(MIN_RATIO_CONF, None)
+    return RangeJoinModel(
+        min_seconds=float(seconds) if seconds is not None else RangeJoinModel.min_seconds,
+        min_ratio=float(ratio) if ratio is not None else RangeJoinModel.min_ratio,
+    )
+
+
+# --- one input --------------------------------------------------------------------------------
+
+
+class _Side:
+    """One join input with its interval ends as Columns over its own frame."""
+
+    def __init__(self, plan: JoinPlan, site: JoinSite, found: RangeCondition, which: str):
+        self.plan, self.site, self.which = plan, site, which
+        lo, hi = found.ends[which]
+        self.ends = (lo, hi)
+        self.frame = plan.side(site.path, which)
+        self.lo = plan.condition_column(site.path, lo.path)
+        self.hi = plan.condition_column(site.path, hi.path)
+        fields = self.frame.select(self.lo, self.hi).schema.fields
+        self.types = tuple(f.dataType.typeName() for f in fields)
+        self.measured = False
+
+    def domain(self) -> str | None:
+        """ "number", "date" or "timestamp" when both ends are of it, else None."""
+        kinds = {"number" if t in _NUMERIC else t for t in self.types}
+        if len(kinds) == 1 and kinds <= {"number", "date", "timestamp"}:
+            return kinds.pop()
+        return None
+
+    def keys(self) -> tuple[Column, Column]:
+        """The interval's hull ``[min, max]`` in the key domain; NULL when an end is NULL."""
+        from pyspark.sql import functions as F
+
+        a, b = _key(self.lo, self.types[0]), _key(self.hi, self.types[1])
+        valid = self.lo.isNotNull() & self.hi.isNotNull()
+        return F.when(valid, F.least(a, b)), F.when(valid, F.greatest(a, b))
+
+    def meta_key(self, context: JoinContext) -> str:
+        facts = context.side_facts(self.plan, self.site.path, self.which)
+        side = self.site.left if self.which == "left" else self.site.right
+        columns = {c[2]: i for i, c in enumerate(side.columns)}
+        ends = "|".join(signature(e.expr, columns) for e in self.ends)
+        digest = hashlib.sha256(ends.encode()).hexdigest()[:16]
+        return f"range_join:stats:{facts.fingerprint}:{digest}"
+
+    def stats(self, context: JoinContext) -> SideStats:
+        """Measured once per input fingerprint and bound expressions, then read back."""
+        qtree = context.session.qtree
+        key = self.meta_key(context)
+        stored = qtree.meta(key)
+        if stored is not None:
+            context.counters["range_join_stats_reused"] += 1
+            return SideStats.from_json(stored)
+        found = _measure(self.frame, *self.keys())
+        qtree.set_meta(key, found.to_json())
+        self.measured = True
+        context.counters["range_join_stats_measured"] += 1
+        return found
+
+
+def _key(column: Column, type_name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    if type_name == "date":
+        return F.unix_date(column).cast("double")
+    if type_name == "timestamp":
+        return F.unix_micros(column).cast("double")
+    return column.cast("double")
+
+
+def _measure(frame: DataFrame, lo: Column, hi: Column) -> SideStats:
+    """Row count, key span and log2 length histogram in one aggregation."""
+    from pyspark.sql import functions as F
+
+    spans = frame.select(lo.alias("lo"), hi.alias("hi")).withColumn(
+        "len", F.col("hi") - F.col("lo")
+    )
+    length_class = (
+        F.when(F.col("len").isNull(), None)
+        .when(F.col("len") > 0, F.floor(F.log2(F.col("len"))))
+        .otherwise(F.lit(-1075))
+    )
+    rows = (
+        spans.groupBy(length_class.alias("c"))
+        .agg(
+            F.count(F.lit(1)).alias("n"),
+            F.min("lo").alias("lo"),
+            F.max("hi").alias("hi"),
+            F.max("len").alias("longest"),
+        )
+        .collect()
+    )
+    valid = [r for r in rows if r["c"] is not None]
+    return SideStats(
+        rows=sum(r["n"] for r in rows),
+        valid=sum(r["n"] for r in valid),
+        min_key=min((r["lo"] for r in valid), default=None),
+        max_key=max((r["hi"] for r in valid), default=None),
+        histogram={int(r["c"]): (int(r["n"]), float(r["longest"])) for r in valid},
+    )
+
+
+# --- the rewrite ------------------------------------------------------------------------------
+
+
+def _tag_level(level: int) -> Any:
+    """``b -> struct(level, b)`` (one-argument lambda: PySpark's ``transform`` passes the
+    element index too when the function takes two parameters)."""
+    from pyspark.sql import functions as F
+
+    return lambda b: F.struct(F.lit(level).alias("l"), b.alias("b"))
+
+
+def _bucket_join(
+    plan: JoinPlan,
+    site: JoinSite,
+    probe: _Side,
+    interval: _Side,
+    widths: tuple[float, ...],
+    model: RangeJoinModel,
+    found: RangeCondition,
+) -> DataFrame:
+    """``probe`` (one row per level and bucket) ⋈ ``interval`` (exploded into the buckets
+    of its level) on (level, bucket), with the original condition as residual."""
+    from pyspark.sql import functions as F
+
+    lo_i, hi_i = interval.keys()
+    length = hi_i - lo_i
+    level = F.lit(len(widths) - 1)
+    for i in reversed(range(len(widths) - 1)):
+        level = F.when(length <= F.lit(model.max_buckets * widths[i]), F.lit(i)).otherwise(level)
+    width = F.element_at(F.array(*[F.lit(w) for w in widths]), level + 1)
+    exploded = (
+        interval.frame.withColumn("__rj_loi", lo_i)
+        .withColumn("__rj_li", level)
+        .withColumn("__rj_wi", width)
+        .withColumn(
+            "__rj_bi",
+            F.explode(
+                F.sequence(F.floor(lo_i / F.col("__rj_wi")), F.floor(hi_i / F.col("__rj_wi")))
+            ),
+        )
+    )
+    lo_p, hi_p = probe.keys()
+    per_level = [
+        F.transform(
+            F.sequence(F.floor(lo_p / F.lit(w)), F.floor(hi_p / F.lit(w))),
+            _tag_level(i),
+        )
+        for i, w in enumerate(widths)
+    ]
+    if found.point_side is not None and len(widths) == 1:
+        # one row per probe row (what an outer join preserving it needs); NULL → no bucket
+        probed = probe.frame.withColumn("__rj_lp", F.lit(0)).withColumn(
+            "__rj_bp", F.floor(lo_p / F.lit(widths[0]))
+        )
+    else:
+        probed = (
+            probe.frame.withColumn("__rj_lop", lo_p)
+            .withColumn("__rj_s", F.explode(F.flatten(F.array(*per_level))))
+            .withColumn("__rj_lp", F.col("__rj_s.l"))
+            .withColumn("__rj_bp", F.col("__rj_s.b"))
+            .drop("__rj_s")
+        )
+    on = (F.col("__rj_lp") == F.col("__rj_li")) & (F.col("__rj_bp") == F.col("__rj_bi"))
+    if found.point_side is None:  # overlapping intervals meet in several buckets: emit once
+        first = F.floor(F.greatest(F.col("__rj_lop"), F.col("__rj_loi")) / F.col("__rj_wi"))
+        on = on & (F.col("__rj_bi") == first)
+    on = on & plan.condition_column(site.path)
+    left, right = (probed, exploded) if probe.which == "left" else (exploded, probed)
+    return left.join(right, on, _JOIN_TYPES[site.join_type])

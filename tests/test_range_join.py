@@ -1,0 +1,218 @@
+"""Range joins (criss.joins.range): Criss's answer equals plain Spark's, and the rewrite
+was really applied (explain, counters) or really left alone when it should be."""
+
+from __future__ import annotations
+
+import pytest
+
+import criss
+from policies.joins import RangeJoinModel, SideStats
+from qtree.joins import detect_range
+from tests.rowcompare import assert_same_rows
+
+FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
+#: these tests are about the join rewrite: no materialization jobs for caching
+NO_CACHING = dict(FAST, min_texec=1e9)
+
+POINTS = """
+select id as pid,
+  case when id % 97 = 0 then null else (id * 7919) % 5000 end as p,
+  cast((id * 7919) % 5000 as decimal(10, 2)) / 3 as pdec,
+  date_add(date'2020-01-01', cast((id * 13) % 400 as int)) as pd,
+  timestamp_seconds(1600000000 + (id * 7) % 100000) as pt
+from range(3000)
+"""
+# long intervals every 50th row, reversed (e < s) every 7th, NULL ends every 61st;
+# the interval ends fall on point values, so boundaries are tested; duplicates: id 800..819
+INTERVALS = """
+select id % 800 as iid,
+  case when id % 61 = 0 then null else (id % 800 * 31) % 5000 end as s,
+  (id % 800 * 31) % 5000 + case when id % 50 = 0 then 3000 when id % 7 = 0 then -5
+                                else id % 40 end as e,
+  cast((id % 800 * 31) % 5000 as decimal(10, 2)) / 3 as sdec,
+  cast((id % 800 * 31) % 5000 + id % 40 as decimal(10, 2)) / 3 as edec,
+  date_add(date'2020-01-01', cast((id * 17) % 400 as int)) as sd,
+  date_add(date'2020-01-01', cast((id * 17) % 400 + id % 9 as int)) as ed,
+  timestamp_seconds(1600000000 + (id * 11) % 100000) as st,
+  timestamp_seconds(1600000000 + (id * 11) % 100000 + (id % 5) * 600) as et
+from range(820)
+"""
+
+
+@pytest.fixture(scope="module")
+def views(spark):
+    spark.sql(POINTS).createOrReplaceTempView("rj_points")
+    spark.sql(INTERVALS).createOrReplaceTempView("rj_intervals")
+    spark.sql(INTERVALS).where("iid * 2 > 5000").createOrReplaceTempView("rj_none")
+    # rewrite whenever the estimate is cheaper at all: the tables here are small
+    spark.conf.set("spark.criss.range.join.min.seconds", "0")
+    spark.conf.set("spark.criss.range.join.min.ratio", "1")
+    yield spark
+    spark.conf.unset("spark.criss.range.join.min.seconds")
+    spark.conf.unset("spark.criss.range.join.min.ratio")
+
+
+@pytest.fixture(scope="module")
+def cs(views, tmp_path_factory):
+    return criss.session(views, home=tmp_path_factory.mktemp("rj"), **NO_CACHING)
+
+
+def _check(cs, spark, query: str, applied: bool = True) -> str:
+    got = cs.sql(query)
+    assert_same_rows(got.collect(), spark.sql(query).collect())
+    explain = cs.explain(got)
+    verdict = "range_join APPLIED" if applied else "range_join not applied"
+    assert verdict in explain, explain
+    return explain
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
+        "select pid, iid from rj_points join rj_intervals on p >= s and p < e",
+        "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
+        "select pid, iid from rj_intervals right join rj_points on s < p and e >= p",
+        "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
+        "select pid, iid from rj_points left join rj_intervals on pd >= sd and ed > pd",
+        "select pid, iid from rj_points join rj_intervals on pt >= st and pt <= et",
+        "select pid, iid from rj_points join rj_intervals"
+        " on p between s and e and (pid + iid) % 3 <> 0",
+    ],
+    ids=[
+        "between",
+        "half-open",
+        "left-outer",
+        "right-outer",
+        "decimal",
+        "date-left-outer",
+        "timestamp",
+        "residual",
+    ],
+)
+def test_point_in_interval_equals_spark(cs, views, query):
+    explain = _check(cs, views, query)
+    assert "bucket equi-join" in explain
+
+
+def test_overlap_equals_spark_including_reversed_intervals(cs, views):
+    # a reversed interval (e < s) can still satisfy a.s <= b.e and b.s <= a.e: kept exact
+    query = (
+        "select a.iid, b.iid from rj_intervals a join rj_intervals b on a.s <= b.e and b.s <= a.e"
+    )
+    views.conf.set("spark.criss.range.join.min.ratio", "0.1")
+    try:
+        _check(cs, views, query)
+    finally:
+        views.conf.set("spark.criss.range.join.min.ratio", "1")
+
+
+def test_several_length_levels_and_statistics_reused(cs, views):
+    query = "select pid, iid from rj_points join rj_intervals on p between s and e"
+    before = dict(cs.report()["counters"])
+    explain = _check(cs, views, query)
+    assert "2 level(s)" in explain  # the few 3000-long intervals go to a coarser level
+    after = cs.report()["counters"]
+    assert after.get("range_join_stats_measured", 0) == before.get("range_join_stats_measured", 0)
+    assert after["range_join_stats_reused"] >= before.get("range_join_stats_reused", 0) + 2
+
+
+def test_empty_side(cs, views):
+    # the model keeps the nested loop for an empty side (nothing to save) ...
+    _check(cs, views, "select pid, iid from rj_points join rj_none on p between s and e", False)
+    # ... and the rewrite, when forced, still answers exactly
+    views.conf.set("spark.criss.range.join.min.seconds", "-1")
+    views.conf.set("spark.criss.range.join.min.ratio", "0")
+    try:
+        _check(cs, views, "select pid, iid from rj_points left join rj_none on p between s and e")
+        _check(cs, views, "select pid, iid from rj_none right join rj_points on p between s and e")
+    finally:
+        views.conf.set("spark.criss.range.join.min.seconds", "0")
+        views.conf.set("spark.criss.range.join.min.ratio", "1")
+
+
+def test_outer_join_preserving_the_interval_side_is_left_alone(cs, views):
+    explain = _check(
+        cs,
+        views,
+        "select pid, iid from rj_intervals left join rj_points on p between s and e",
+        applied=False,
+    )
+    assert "would be exploded" in explain
+
+
+def test_one_sided_bound_and_equi_keys_are_left_alone(cs, views):
+    explain = _check(
+        cs,
+        views,
+        "select pid, iid from rj_points join rj_intervals on p >= e and pid < 40",
+        applied=False,
+    )
+    assert "one-sided" in explain
+    explain = _check(
+        cs,
+        views,
+        "select pid, iid from rj_points join rj_intervals on pid = iid and p between s and e",
+        applied=False,
+    )
+    assert "equi keys" in explain
+
+
+def test_option_off_leaves_the_plan_alone(views, tmp_path):
+    off = criss.session(views, home=tmp_path, range_join=False, **NO_CACHING)
+    query = "select pid, iid from rj_points join rj_intervals on p between s and e"
+    got = off.sql(query)
+    assert_same_rows(got.collect(), views.sql(query).collect())
+    assert "range_join" not in off.explain(got)
+    assert "joins_range_join" not in off.report()["counters"]
+
+
+def test_tiny_join_keeps_nested_loop_under_default_model(spark, tmp_path):
+    spark.sql("select id as p from range(20)").createOrReplaceTempView("rj_tiny_p")
+    spark.sql("select id as s, id + 2 as e from range(5)").createOrReplaceTempView("rj_tiny_i")
+    cs = criss.session(spark, home=tmp_path, **NO_CACHING)
+    _check(cs, spark, "select * from rj_tiny_p join rj_tiny_i on p between s and e", False)
+
+
+# --- pure parts ---------------------------------------------------------------------------
+
+
+def test_model_levels_bound_the_explosion():
+    model = RangeJoinModel(max_buckets=16)
+    # 10k intervals of length ~100, 100 of length ~1e6, over keys 0..1e7
+    intervals = SideStats(10100, 10100, 0.0, 1e7, {6: (10000, 100.0), 19: (100, 1e6)})
+    points = SideStats(1_000_000, 1_000_000, 0.0, 1e7, {-1075: (1_000_000, 0.0)})
+    widths = model.levels(intervals, points, single=False)
+    assert len(widths) == 2
+    assert 1e6 <= 16 * widths[-1]  # the longest interval covers at most ~16 buckets
+    assert 100 <= 16 * widths[0]
+    choice = model.choose(intervals, points, single_level=False)
+    assert choice.method == "bucket"
+    assert choice.details["explosion_factor"] < 4
+    single = model.levels(intervals, points, single=True)
+    assert len(single) == 1 and 1e6 <= model.max_buckets_single_level * single[0]
+
+
+def test_detection_needs_both_directions():
+    from qtree.plan import Expr
+
+    def attr(i):
+        return Expr(
+            "org.apache.spark.sql.catalyst.expressions.AttributeReference",
+            (("exprId", (("id", i), ("jvmId", "x"))), ("name", f"c{i}")),
+            (),
+        )
+
+    def cmp(name, a, b):
+        return Expr(f"org.apache.spark.sql.catalyst.expressions.{name}", (), (a, b))
+
+    p, s, e = attr(1), attr(2), attr(3)
+    both = Expr(
+        "org.apache.spark.sql.catalyst.expressions.And",
+        (),
+        (cmp("GreaterThanOrEqual", p, s), cmp("LessThan", p, e)),
+    )
+    found = detect_range(both, {1}, {2, 3})
+    assert found is not None and found.point_side == "left" and found.kind == "point"
+    assert found.ends["right"][0].expr == s and found.ends["right"][1].expr == e
+    assert detect_range(cmp("GreaterThanOrEqual", p, s), {1}, {2, 3}) is None
