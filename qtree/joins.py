@@ -76,6 +76,13 @@ def conjuncts(expr: Expr, path: tuple[int, ...] = ()) -> Iterator[tuple[Expr, tu
         yield expr, path
 
 
+def has_comparison(condition: Expr | None) -> bool:
+    """Whether any conjunct is an ordering comparison (cheap: no side columns needed)."""
+    return condition is not None and any(
+        part.cls in _COMPARISONS for part, _ in conjuncts(condition)
+    )
+
+
 def attribute_ids(expr: Expr) -> set[int]:
     """exprIds of every attribute ``expr`` references."""
     found: set[int] = set()

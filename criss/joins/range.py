@@ -24,7 +24,14 @@ from typing import TYPE_CHECKING, Any
 
 from criss.joins import JoinChoice
 from policies.joins import RangeJoinModel, SideStats
-from qtree.joins import RangeCondition, detect_range, equi_keys, one_sided, signature
+from qtree.joins import (
+    RangeCondition,
+    detect_range,
+    equi_keys,
+    has_comparison,
+    one_sided,
+    signature,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -52,6 +59,8 @@ class RangeJoin:
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext
     ) -> tuple[DataFrame | None, JoinChoice | None]:
+        if not has_comparison(site.condition):
+            return None, None  # most joins: no range predicate, and no JVM calls spent on them
         left_ids = {c[2] for c in site.left.columns}
         right_ids = {c[2] for c in site.right.columns}
         found = detect_range(site.condition, left_ids, right_ids)
