@@ -509,6 +509,18 @@ class JoinPlan:
         return node.withNewChildren(self.bridge.seq(kids))
 
 
+# -- join rewrites: filter-based joins (criss.joins.prefilter / runtime / bloom) --
+
+
+def operator_names(plan: JoinPlan, path: tuple[int, ...]) -> list[str]:
+    """Class simple names of the operators from the root down to ``path`` (inclusive)."""
+    node, names = plan.root, [str(plan.root.getClass().getSimpleName())]
+    for index in path:
+        node = node.children().apply(index)
+        names.append(str(node.getClass().getSimpleName()))
+    return names
+
+
 # --- plan inspection used by experiments ------------------------------------------------------
 
 

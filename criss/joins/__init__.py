@@ -97,7 +97,11 @@ class JoinContext:
 
 def _registry() -> tuple[JoinOptimization, ...]:
     """Optimizations in the order they are tried on each join (the first that applies wins)."""
-    return ()
+    from .prefilter import SemiPrefilter
+    from .runtime import RuntimeFilters
+
+    # Runtime (LIP) filters first: at a star's lowest join they include the prefilter's.
+    return (RuntimeFilters(), SemiPrefilter())
 
 
 class JoinOptimizer:
