@@ -40,8 +40,9 @@ FIXED_COST_S = 0.3
 PARALLELISM_W = 2
 #: Key sets above this many bytes are not broadcast as an exact set (a Bloom filter is).
 MAX_EXACT_KEY_BYTES = 64 << 20
-#: Bloom filter: seconds per bit built, merged and shipped (per partition of the small side).
-BLOOM_BIT_COST_S = 1 / (8 * 200e6)
+#: Bloom filter: seconds per bit serialised, shipped and OR-merged, per partition of the
+#: small side (each task's buffer is a full-size filter). An estimate (50 MB/s), not measured.
+BLOOM_BIT_COST_S = 1 / (8 * 50e6)
 
 
 @dataclass(frozen=True)
@@ -96,17 +97,21 @@ def shuffle_partitions(cores: int, w: int | None = None) -> int:
     return max(1, (PARALLELISM_W if w is None else w) * cores)
 
 
-def bloom_error_rate(keys: int, filterable_rows: float, row_width: float) -> float:
+def bloom_error_rate(
+    keys: int, filterable_rows: float, row_width: float, partitions: int = 8
+) -> float:
     """The false-positive rate minimising build cost + cost of the rows it lets through.
 
     Seed 004's model: T(p) = a + b·m(p) + c + d·p·N_f with m(p) = -n·ln p / (ln 2)² bits
-    (an optimal Bloom filter), b the cost of a bit, d of a false positive (a shuffled row),
-    N_f the big rows the filter could drop. dT/dp = 0 gives p* = b·n / ((ln 2)²·d·N_f).
+    (an optimal Bloom filter), b the cost of a bit (× the partitions whose filters are
+    merged), d of a false positive (a shuffled row), N_f the big rows the filter could drop.
+    dT/dp = 0 gives p* = b·n / ((ln 2)²·d·N_f).
     """
     if keys <= 0 or filterable_rows <= 0:
         return 0.5
     d = row_width / SHUFFLE_RATE
-    p = BLOOM_BIT_COST_S * keys / (math.log(2) ** 2 * d * filterable_rows)
+    b = BLOOM_BIT_COST_S * partitions
+    p = b * keys / (math.log(2) ** 2 * d * filterable_rows)
     return min(0.5, max(1e-4, p))
 
 
@@ -115,7 +120,12 @@ def bloom_bits(keys: int, error_rate: float) -> int:
 
 
 def bloom_join(
-    big_rows: int, big_width: float, survival: float, keys: int, key_width: float
+    big_rows: int,
+    big_width: float,
+    survival: float,
+    keys: int,
+    key_width: float,
+    partitions: int = 8,
 ) -> Decision:
     """Filter the big input by a Bloom filter of the small input's keys rather than exactly?
 
@@ -124,11 +134,11 @@ def bloom_join(
     """
     plain = shuffle_seconds(big_rows, big_width)
     filterable = (1 - survival) * big_rows
-    p = bloom_error_rate(keys, filterable, big_width)
+    p = bloom_error_rate(keys, filterable, big_width, partitions)
     bits = bloom_bits(keys, p)
     bloom = (
         FIXED_COST_S
-        + bits * BLOOM_BIT_COST_S
+        + bits * BLOOM_BIT_COST_S * partitions
         + big_rows * key_width / PROBE_RATE
         + (survival * big_rows + p * filterable) * big_width / SHUFFLE_RATE
     )

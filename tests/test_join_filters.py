@@ -183,3 +183,34 @@ def test_runtime_filters_drop_unselective_dimension(shuffle_joins, forced, tmp_p
     choice = next(c for c in cs._records[df].joins if c.optimization == "runtime_filters")
     assert choice.chosen, choice
     assert len(choice.details["keep"]) == 2 and max(choice.details["survivals"]) == 1.0
+
+
+def test_policy_defaults_follow_the_measured_break_even():
+    """SF1 orders ⋈ lineitem (6M rows): gains measured at 1 % and 10 %, none at 50 %."""
+    args = {"big_rows": 6_000_000, "big_width": 16, "key_width": 8}
+    assert policy.semi_prefilter(survival=0.01, keys=15_000, **args).chosen
+    assert policy.semi_prefilter(survival=0.10, keys=150_000, **args).chosen
+    assert not policy.semi_prefilter(survival=0.50, keys=750_000, **args).chosen
+    assert not policy.semi_prefilter(survival=1.0, keys=1_500_000, **args).chosen
+    # too small to pay the extra key job
+    assert not policy.semi_prefilter(
+        big_rows=60_000, big_width=16, survival=0.01, keys=150, key_width=8
+    ).chosen
+
+
+def test_bloom_error_rate_minimises_the_papers_cost_model():
+    """Seed 004: T(p) = b·m(p) + d·p·N_f; the chosen p is the model's minimum."""
+    import math
+
+    keys, filterable, width, parts = 1_500_000, 4_500_000, 40, 8
+
+    def cost(p):
+        bits = -keys * math.log(p) / math.log(2) ** 2
+        build = bits * policy.BLOOM_BIT_COST_S * parts
+        return build + p * filterable * width / policy.SHUFFLE_RATE
+
+    p = policy.bloom_error_rate(keys, filterable, width, parts)
+    assert 1e-4 < p < 0.5
+    assert cost(p) <= min(cost(p * 1.5), cost(p / 1.5))
+    # more rows to filter out: a more precise (bigger) filter pays
+    assert policy.bloom_error_rate(keys, 10 * filterable, width, parts) < p
