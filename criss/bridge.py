@@ -162,10 +162,11 @@ class CatalystBridge:
         """Prepare ``plan``'s result for a partition-by-partition write (see PartitionedResult)."""
         return PartitionedResult(self, self.dataframe_of(plan))
 
-    def join_plan(self, df: DataFrame) -> JoinPlan:
-        """``df``'s optimized plan with its joins exposed for rewriting (see JoinPlan)."""
+    def join_plan(self, df: DataFrame, root: Any = None) -> JoinPlan:
+        """``df``'s optimized plan (``root`` if already captured) with its joins exposed
+        for rewriting (see JoinPlan)."""
         try:
-            return JoinPlan(self, df)
+            return JoinPlan(self, df, root)
         except Exception as exc:
             if type(exc).__module__.startswith(("py4j", "pyspark")):
                 raise BridgeError(f"cannot inspect the plan's joins: {exc}") from exc
@@ -431,9 +432,9 @@ class JoinPlan:
     replacements back under the original ancestors.
     """
 
-    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+    def __init__(self, bridge: CatalystBridge, df: DataFrame, root: Any = None) -> None:
         self.bridge = bridge
-        self.root = df._jdf.queryExecution().optimizedPlan()
+        self.root = root if root is not None else df._jdf.queryExecution().optimizedPlan()
         self.sites = self._find_joins()
         #: path → JVM plan replacing the subtree there (see ``put``).
         self.replaced: dict[tuple[int, ...], Any] = {}
@@ -520,6 +521,18 @@ class JoinPlan:
             return node
         kids = [self._rebuild(at + (i,)) for i in range(node.children().size())]
         return node.withNewChildren(self.bridge.seq(kids))
+
+
+# -- join rewrites: filter-based joins (criss.joins.prefilter / runtime / bloom) --
+
+
+def operator_names(plan: JoinPlan, path: tuple[int, ...]) -> list[str]:
+    """Class simple names of the operators from the root down to ``path`` (inclusive)."""
+    node, names = plan.root, [str(plan.root.getClass().getSimpleName())]
+    for index in path:
+        node = node.children().apply(index)
+        names.append(str(node.getClass().getSimpleName()))
+    return names
 
 
 # --- plan inspection used by experiments ------------------------------------------------------

@@ -305,10 +305,14 @@ class _Planner:
         self.lease.release()
 
     def run(self) -> DataFrame:
-        self.df = self._optimize_joins(self.df)
         captured = self.s.bridge.capture(self.df)
-        self.record.captured = captured
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
+        optimized = self._optimize_joins(self.df, captured, tree)
+        if optimized is not self.df:  # Criss caches and reuses the improved plan
+            self.df = optimized
+            captured = self.s.bridge.capture(self.df)
+            tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
+        self.record.captured = captured
         if self.record.dry_run:
             return self._dry_run(tree)
         self._invalidate_stale(tree)
@@ -328,10 +332,12 @@ class _Planner:
         bridge = self.s.bridge
         return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
 
-    def _optimize_joins(self, df: DataFrame) -> DataFrame:
+    def _optimize_joins(self, df: DataFrame, captured: CapturedPlan, tree: PlanNode) -> DataFrame:
         """Apply the join optimizations; a failure among them only costs their speed-up."""
         try:
-            optimized, self.record.joins = self.s.joins.optimize(df, self.record.counters)
+            optimized, self.record.joins = self.s.joins.optimize(
+                df, self.record.counters, captured, tree
+            )
             return optimized
         except (CrissError, OSError, ValueError) as exc:
             failure = exc

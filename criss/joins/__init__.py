@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from criss.bridge import JoinPlan, JoinSite
+    from criss.bridge import CapturedPlan, JoinPlan, JoinSite
     from criss.engine import CrissSession
+    from qtree.plan import PlanNode
     from qtree.tree import NodeStats
 
 log = logging.getLogger("criss.joins")
@@ -58,11 +59,15 @@ class JoinOptimization(Protocol):
 
 @dataclass(frozen=True)
 class SideFacts:
-    """A join input's fingerprint (the QTree's key for its result: plan + input files) and
-    the statistics the QTree has measured for it, if any."""
+    """A join input as the QTree knows it: its canonical subtree, fingerprint (plan + input
+    files) and the statistics measured for it, if any."""
 
-    fingerprint: str
+    node: PlanNode
     stats: NodeStats | None
+
+    @property
+    def fingerprint(self) -> str:
+        return self.node.fingerprint
 
     @property
     def rows(self) -> int | None:
@@ -72,34 +77,71 @@ class SideFacts:
     def size_bytes(self) -> int | None:
         return self.stats.size_bytes if self.stats else None
 
+    @property
+    def deterministic(self) -> bool:
+        return all(n.deterministic for n in self.node.walk())
+
+    @property
+    def earlier_queries(self) -> int:
+        """How many earlier queries computed this input (its QTree ref count)."""
+        return self.stats.ref if self.stats else 0
+
 
 @dataclass
 class JoinContext:
     """What an optimization may use besides the plan: the session (its QTree statistics,
-    options, Spark) and the counters of the query being planned."""
+    options, Spark), the counters of the query being planned and its canonical tree."""
 
     session: CrissSession
     counters: Any
+    #: The query's canonical, fingerprinted plan (same paths as the JoinPlan's).
+    tree: PlanNode | None = None
 
     def side_facts(self, plan: JoinPlan, path: tuple[int, ...], which: str) -> SideFacts:
-        """Fingerprint and measured statistics of one input of the join at ``path``.
+        """Canonical subtree, fingerprint and QTree statistics of one input of a join.
 
         The fingerprint changes whenever the input's files change, so artifacts keyed by
         it (key sets, filters, indexes, measured selectivities) are never served stale.
+        Read from the query's own capture; an input under a replaced join is captured anew.
         """
         from qtree import canonicalize, fingerprint_tree
 
         session = self.session
-        captured = session.bridge.capture(plan.side(path, which))
-        tree = fingerprint_tree(canonicalize(captured.tree, session._rules))
-        return SideFacts(tree.fingerprint, session.qtree.get(tree.fingerprint))
+        child = path + ((0,) if which == "left" else (1,))
+        rewritten = any(p[: len(child)] == child for p in plan.replaced)
+        if self.tree is not None and not rewritten:
+            node = _node_at(self.tree, child)
+        else:
+            captured = session.bridge.capture(plan.side(path, which))
+            node = fingerprint_tree(canonicalize(captured.tree, session._rules))
+        return SideFacts(node, session.qtree.get(node.fingerprint))
+
+    def may_measure(self, facts: SideFacts) -> bool:
+        """Whether an input recurs enough to spend a measurement job on it.
+
+        Like the paper's statistics collection for operators without statistics: from the
+        ``min_ref``-th query computing it (measurements are kept per fingerprint), so a
+        stream of one-off queries pays no measurement jobs.
+        """
+        return facts.earlier_queries + 1 >= self.session.options.min_ref
+
+
+def _node_at(tree: PlanNode, path: tuple[int, ...]) -> PlanNode:
+    node = tree
+    for index in path:
+        node = node.children[index]
+    return node
 
 
 def _registry() -> tuple[JoinOptimization, ...]:
     """Optimizations in the order they are tried on each join (the first that applies wins)."""
+    from criss.joins.prefilter import SemiPrefilter
     from criss.joins.range import RangeJoin
+    from criss.joins.runtime import RuntimeFilters
 
-    return (RangeJoin(),)
+    # A range join has no equi keys, the filters need them: at most one kind applies.
+    # Runtime (LIP) filters before the prefilter: at a star's lowest join they include it.
+    return (RangeJoin(), RuntimeFilters(), SemiPrefilter())
 
 
 class JoinOptimizer:
@@ -109,13 +151,20 @@ class JoinOptimizer:
         self.session = session
         self.optimizations = tuple(o for o in _registry() if getattr(session.options, o.name, True))
 
-    def optimize(self, df: DataFrame, counters: Any) -> tuple[DataFrame, list[JoinChoice]]:
+    def optimize(
+        self, df: DataFrame, counters: Any, captured: CapturedPlan, tree: PlanNode
+    ) -> tuple[DataFrame, list[JoinChoice]]:
+        """``df`` with its joins improved (or ``df`` itself), and every choice made.
+
+        ``captured``/``tree`` are the query's capture and canonical tree: join inputs'
+        fingerprints and statistics come from them instead of capturing each input again.
+        """
         if not self.optimizations:
             return df, []
-        plan = self.session.bridge.join_plan(df)
+        plan = self.session.bridge.join_plan(df, root=captured.root)
         if not plan.sites:
             return df, []
-        context = JoinContext(self.session, counters)
+        context = JoinContext(self.session, counters, tree)
         choices: list[JoinChoice] = []
         for site in sorted(plan.sites, key=lambda s: -len(s.path)):  # innermost first
             for optimization in self.optimizations:

@@ -1,0 +1,286 @@
+"""Semi-join key prefilter before a shuffle join (seed 000, "Semi Sort Merge Join").
+
+Before an equi-join whose small input keeps few keys, the big input is reduced to the rows
+whose key occurs among the small input's distinct keys (a left-semi join against the
+broadcast key set), so the join's shuffle moves only those rows. Chosen per join from
+measured statistics: row counts and distinct-key counts of both inputs (QTree statistics
+when present, else one cheap aggregate per input, stored in the QTree's meta table keyed by
+the input's fingerprint so a repeated query never measures again), the big input's row
+width, and ``policies.filters.semi_prefilter``'s cost model.
+
+The distinct-key set is a plain DataFrame subtree (``Aggregate`` over the small input), so
+Criss's operator cache can store and reuse it like any other operator.
+
+The helpers here (input description, key measurement, key-set filter) are shared with the
+Bloom and runtime-filter optimizations.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from policies import filters as policy
+from qtree.star import EquiKey, equi_keys, operand, operand_label
+
+from . import JoinChoice
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+    from criss.bridge import JoinPlan, JoinSite
+
+    from . import JoinContext
+
+log = logging.getLogger("criss.joins")
+
+#: Byte width Spark assumes per value of each type (DataType.defaultSize), by JSON name.
+_WIDTHS = {"long": 8, "integer": 4, "short": 2, "byte": 1, "double": 8, "float": 4}
+_WIDTHS |= {"date": 4, "timestamp": 8, "timestamp_ntz": 8, "boolean": 1, "string": 20}
+_JOIN_TYPES = ("INNER", "LEFT OUTER", "RIGHT OUTER")
+KEY_PREFIX = "__criss_key"
+
+
+def type_width(type_json: Any) -> float:
+    if isinstance(type_json, str):
+        if type_json.startswith("decimal"):
+            return 8 if _precision(type_json) <= 18 else 16
+        return _WIDTHS.get(type_json, 16)
+    return 32  # struct, array, map: Spark's defaults are larger still
+
+
+def _precision(name: str) -> int:
+    try:
+        return int(name.split("(")[1].split(",")[0])
+    except (IndexError, ValueError):
+        return 38
+
+
+def operand_width(expr: Any) -> float:
+    """Width of a key operand: its type's if it is an attribute, else 8 bytes."""
+    data_type = dict(expr.fields).get("dataType") if expr is not None else None
+    return type_width(data_type) if data_type is not None else 8.0
+
+
+def row_width(columns: tuple[tuple[str, Any, int], ...]) -> float:
+    return sum(type_width(t) for _, t, _ in columns) or 1.0
+
+
+@dataclass(frozen=True)
+class InputFacts:
+    """What the filter optimizations know about one join input before running it."""
+
+    fingerprint: str
+    deterministic: bool
+    #: True when the input is a scan with filters/projects only (cheap to measure).
+    simple: bool
+    #: Rows the QTree measured for this input (None: never measured).
+    rows: int | None
+    #: Whether it recurs enough to spend a measurement job on (see JoinContext.may_measure).
+    may_measure: bool = True
+
+
+def input_facts(
+    context: JoinContext, plan: JoinPlan, path: tuple[int, ...], which: str
+) -> InputFacts:
+    facts = context.side_facts(plan, path, which)
+    ops = [n.op for n in facts.node.walk()]
+    return InputFacts(
+        fingerprint=facts.fingerprint,
+        deterministic=facts.deterministic,
+        simple=all(op in ("Project", "Filter", "LogicalRelation") for op in ops),
+        rows=facts.rows,
+        may_measure=context.may_measure(facts),
+    )
+
+
+def measure_keys(
+    context: JoinContext,
+    frame: DataFrame,
+    fingerprint: str,
+    operands: dict[str, Column],
+    may_measure: bool = True,
+) -> dict[str, Any] | None:
+    """Rows and approximate distinct counts of key expressions of one input.
+
+    Stored in the QTree's meta table under the input's fingerprint (which changes with the
+    input's plan and files), so each input is measured once across queries and sessions.
+    None when they are unknown and ``may_measure`` is False (an input seen too rarely).
+    """
+    from pyspark.sql import functions as F
+
+    key = f"joins.keys:{fingerprint}"
+    qtree = context.session.qtree
+    known = qtree.meta(key) or {"rows": None, "ndv": {}}
+    missing = {label: col for label, col in operands.items() if label not in known["ndv"]}
+    if missing or known["rows"] is None:
+        if not may_measure:
+            context.counters["join_key_measurements_deferred"] += 1
+            return None
+        labels = list(missing)
+        row = frame.agg(
+            F.count(F.lit(1)), *[F.approx_count_distinct(missing[label]) for label in labels]
+        ).first()
+        known["rows"] = int(row[0])
+        known["ndv"].update({label: int(row[i + 1]) for i, label in enumerate(labels)})
+        qtree.set_meta(key, known)
+        context.counters["join_key_measurements"] += 1
+    else:
+        context.counters["join_key_measurements_reused"] += 1
+    return known
+
+
+def key_label(labels: list[str]) -> str:
+    return labels[0] if len(labels) == 1 else "(" + ",".join(labels) + ")"
+
+
+def key_column(columns: list[Column]) -> Column:
+    """One column whose distinct count is the key tuple's (a hash for several keys)."""
+    from pyspark.sql import functions as F
+
+    return columns[0] if len(columns) == 1 else F.xxhash64(*columns)
+
+
+def distinct_keys(small: DataFrame, operands: list[Column]) -> DataFrame:
+    """The small input's distinct key tuples: a cacheable operator subtree."""
+    return small.select(*[c.alias(f"{KEY_PREFIX}{i}") for i, c in enumerate(operands)]).distinct()
+
+
+def semi_filter(big: DataFrame, operands: list[Column], keys: DataFrame) -> DataFrame:
+    """``big`` rows whose key tuple occurs in ``keys`` (broadcast left-semi join; NULL keys
+    never match, as in the equi-join it precedes)."""
+    from pyspark.sql import functions as F
+
+    condition = functools.reduce(
+        lambda a, b: a & b,
+        [c == F.col(f"{KEY_PREFIX}{i}") for i, c in enumerate(operands)],
+    )
+    return big.join(F.broadcast(keys), condition, "left_semi")
+
+
+def broadcast_threshold(context: JoinContext) -> int:
+    value = context.session.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760")
+    try:
+        return int(str(value).lower().rstrip("b"))
+    except ValueError:
+        return 10 << 20
+
+
+#: Inputs whose rows a key filter may drop: both for inner joins, the null-supplying one
+#: for outer joins (a preserved input keeps its unmatched rows).
+_FILTERABLE = {"INNER": ["left", "right"], "LEFT OUTER": ["right"], "RIGHT OUTER": ["left"]}
+
+
+def key_sides(site: JoinSite, context: JoinContext) -> tuple[tuple[EquiKey, ...], list[str]] | str:
+    """The equi-keys of a shuffle join and the inputs a key filter may shrink, or why not."""
+    if site.join_type not in _JOIN_TYPES:
+        return f"{site.join_type} join"
+    left_ids = {c[2] for c in site.left.columns}
+    right_ids = {c[2] for c in site.right.columns}
+    keys = equi_keys(site.condition, left_ids, right_ids)
+    if not keys:
+        return "no equi-join keys"
+    threshold = broadcast_threshold(context)
+    small_est = min(site.left.estimated_bytes, site.right.estimated_bytes)
+    if 0 <= threshold and small_est <= threshold:
+        return f"Spark broadcasts an input (est. {small_est} B): no shuffle to save"
+    return keys, _FILTERABLE[site.join_type]
+
+
+class SemiPrefilter:
+    """Left-semi join of the big input against the small input's distinct keys."""
+
+    name = "semi_prefilter"
+
+    def apply(
+        self, plan: JoinPlan, site: JoinSite, context: JoinContext
+    ) -> tuple[DataFrame | None, JoinChoice | None]:
+        found = key_sides(site, context)
+        if isinstance(found, str):
+            return None, self._choice(site, False, found)
+        keys, filterable = found
+        measured = measure_sides(plan, site, context, keys, filterable)
+        if isinstance(measured, str):
+            return None, self._choice(site, False, measured)
+        big, stats = measured
+        decision = policy.semi_prefilter(**stats)
+        if not decision.chosen:
+            return None, self._choice(site, False, decision.reason, decision.details)
+        frame, partitions = prefiltered_join(plan, site, context, big, keys)
+        details = decision.details | {"filtered": big, "shuffle_partitions": partitions}
+        return frame, self._choice(site, True, decision.reason, details)
+
+    def _choice(self, site: JoinSite, chosen: bool, reason: str, details: Any = None) -> JoinChoice:
+        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})
+
+
+def measure_sides(
+    plan: JoinPlan,
+    site: JoinSite,
+    context: JoinContext,
+    keys: tuple[EquiKey, ...],
+    filterable: list[str],
+) -> tuple[str, dict[str, Any]] | str:
+    """Measured facts of both inputs for a key filter: (big side, policy arguments), or why
+    not. The big input is the wider one in bytes (rows × row width) among ``filterable``."""
+    facts, measured = {}, {}
+    for which in ("left", "right"):
+        facts[which] = input_facts(context, plan, site.path, which)
+        if not facts[which].deterministic:
+            return f"{which} input is not deterministic"
+    for which in ("left", "right"):
+        paths = [getattr(k, which) for k in keys]
+        label = key_label([operand_label(operand(site.condition, p)) for p in paths])
+        if not facts[which].simple and facts[which].rows is None:
+            return f"{which} input not measured yet (joins/aggregates below, no QTree stats)"
+        column = key_column([plan.condition_column(site.path, p) for p in paths])
+        known = measure_keys(
+            context,
+            plan.side(site.path, which),
+            facts[which].fingerprint,
+            {label: column},
+            facts[which].may_measure,
+        )
+        if known is None:
+            return (
+                f"{which} input seen in fewer than min_ref={context.session.options.min_ref} "
+                "queries: its keys are measured when it recurs"
+            )
+        measured[which] = (known["rows"], known["ndv"][label])
+    widths = {"left": row_width(site.left.columns), "right": row_width(site.right.columns)}
+    big = max(filterable, key=lambda w: measured[w][0] * widths[w])
+    small = "right" if big == "left" else "left"
+    key_width = sum(operand_width(operand(site.condition, k.left)) for k in keys)
+    survival = min(1.0, measured[small][1] / max(1, measured[big][1]))
+    return big, {
+        "big_rows": measured[big][0],
+        "big_width": widths[big],
+        "survival": survival,
+        "keys": measured[small][1],
+        "key_width": key_width,
+    }
+
+
+def prefiltered_join(
+    plan: JoinPlan, site: JoinSite, context: JoinContext, big: str, keys: tuple[EquiKey, ...]
+) -> tuple[DataFrame, int | None]:
+    """The join with its ``big`` input semi-joined against the other input's distinct keys,
+    both inputs hash-partitioned into ``w × cores`` partitions when ``PARALLELISM_W`` is set."""
+    small = "right" if big == "left" else "left"
+    frames = {w: plan.side(site.path, w) for w in ("left", "right")}
+    operands = {w: [plan.condition_column(site.path, getattr(k, w)) for k in keys] for w in frames}
+    keyset = distinct_keys(frames[small], operands[small])
+    frames[big] = semi_filter(frames[big], operands[big], keyset)
+    partitions = None
+    if policy.PARALLELISM_W:
+        cores = context.session.spark.sparkContext.defaultParallelism
+        partitions = policy.shuffle_partitions(cores)
+        frames = {w: f.repartition(partitions, *operands[w]) for w, f in frames.items()}
+    # The small input goes first: Spark's analyzer gives fresh exprIds to the second
+    # occurrence of a relation in a plan, which must be the key set's copy (nothing outside
+    # refers to it), not the join input its condition references.
+    how = "left_outer" if site.join_type != "INNER" else "inner"
+    joined = frames[small].join(frames[big], plan.condition_column(site.path), how)
+    return joined, partitions

@@ -1,0 +1,201 @@
+"""Runtime / Lookahead Information Passing filters for star joins (seed 003).
+
+When a fact input is joined with several filtered dimensions up a chain of inner joins,
+every dimension's key filter is applied at the fact input (below its lowest join), not
+only the adjacent one's: rows without a partner in a dimension higher up are dropped
+before they are shuffled and joined with the lower dimensions.
+
+Runs on the lowest join of the chain (innermost joins are visited first): its fact input
+is replaced by the fact input semi-joined against each chosen dimension's distinct keys
+(``prefilter.semi_filter``), and the join itself is rebuilt over it with its original
+condition; the joins above are untouched and still do the real joining. Each filter is
+chosen from measured statistics (rows and distinct keys of the fact input and of each
+dimension, stored under their fingerprints) by ``policies.filters.star_filters``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from criss import bridge as bridge_module
+from policies import filters as policy
+from qtree.star import Ancestor, StarFilter, operand, operand_label, star_filters
+
+from . import JoinChoice
+from .prefilter import (
+    broadcast_threshold,
+    distinct_keys,
+    input_facts,
+    measure_keys,
+    operand_width,
+    row_width,
+    semi_filter,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from criss.bridge import JoinPlan, JoinSite
+
+    from . import JoinContext
+
+
+def ancestors(plan: JoinPlan, path: tuple[int, ...]) -> list[Ancestor]:
+    """The operators from the one at ``path`` up to the root, as ``qtree.star`` needs them."""
+    names = bridge_module.operator_names(plan, path)
+    sites = {s.path: s for s in plan.sites}
+    out = []
+    for depth in range(len(path), -1, -1):
+        at = path[:depth]
+        site = sites.get(at)
+        if site is None:
+            out.append(Ancestor(names[depth], at))
+            continue
+        out.append(
+            Ancestor(
+                "Join",
+                at,
+                site.join_type,
+                site.condition,
+                frozenset(c[2] for c in site.left.columns),
+                frozenset(c[2] for c in site.right.columns),
+            )
+        )
+    return out
+
+
+class RuntimeFilters:
+    """Every filtered dimension's keys applied at the fact input of a star join."""
+
+    name = "runtime_filters"
+
+    def apply(
+        self, plan: JoinPlan, site: JoinSite, context: JoinContext
+    ) -> tuple[DataFrame | None, JoinChoice | None]:
+        if site.join_type != "INNER":
+            return None, None
+        for which in ("left", "right"):
+            found = self._candidate(plan, site, context, which)
+            if found is None:
+                continue
+            if isinstance(found, JoinChoice):
+                return None, found
+            return found
+        return None, None
+
+    def _candidate(self, plan: JoinPlan, site: JoinSite, context: JoinContext, which: str) -> Any:
+        side = site.left if which == "left" else site.right
+        fact_path = site.path + ((0,) if which == "left" else (1,))
+        fact_ids = {c[2] for c in side.columns}
+        filters = star_filters(fact_path, fact_ids, ancestors(plan, site.path))
+        if not any(f.join_path != site.path for f in filters):
+            return None  # not a star: the adjacent join alone is the semi prefilter's case
+        fact = input_facts(context, plan, site.path, which)
+        if not (fact.simple and fact.deterministic):
+            return None
+        threshold = broadcast_threshold(context)
+        if not any(_shuffled(plan, f, threshold) for f in filters):
+            reason = "every dimension is broadcast: the fact input is never shuffled"
+            return self._choice(site, False, reason, {"filters": len(filters)})
+        measured = self._measure(
+            plan, site, context, which, fact.fingerprint, filters, fact.may_measure
+        )
+        usable = [(f, m) for f, m in measured if m is not None]
+        if not usable:
+            return self._choice(
+                site,
+                False,
+                "no dimension measured (joins below without statistics, or inputs seen in "
+                f"fewer than min_ref={context.session.options.min_ref} queries)",
+            )
+        fact_rows = usable[0][1][0]
+        decision = policy.star_filters(
+            fact_rows, row_width(side.columns), [m[1:] for _, m in usable]
+        )
+        if not decision.chosen:
+            return self._choice(site, False, decision.reason, decision.details)
+        kept = [usable[i][0] for i in decision.details["keep"]]
+        frame = self._filtered_join(plan, site, which, kept)
+        details = decision.details | {"dimensions": [_describe(plan, f) for f in kept]}
+        return frame, self._choice(site, True, decision.reason, details)
+
+    def _measure(
+        self,
+        plan: JoinPlan,
+        site: JoinSite,
+        context: JoinContext,
+        which: str,
+        fingerprint: str,
+        filters: list[StarFilter],
+        may_measure: bool,
+    ) -> list[tuple[StarFilter, tuple[int, float, float] | None]]:
+        """(fact rows, survival, dimension keys, key width) per filter, None if unmeasurable."""
+        labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in filters}
+        fact_columns = {
+            labels[f]: plan.condition_column(f.join_path, f.fact_operand) for f in filters
+        }
+        fact = measure_keys(
+            context, plan.side(site.path, which), fingerprint, fact_columns, may_measure
+        )
+        if fact is None:
+            return [(f, None) for f in filters]
+        out: list[tuple[StarFilter, Any]] = []
+        for f in filters:
+            dim = input_facts(context, plan, f.join_path, f.dim_side)
+            if not (dim.simple and dim.deterministic):
+                out.append((f, None))
+                continue
+            label = operand_label(_operand(plan, f, f.dim_operand))
+            column = plan.condition_column(f.join_path, f.dim_operand)
+            known = measure_keys(
+                context,
+                plan.side(f.join_path, f.dim_side),
+                dim.fingerprint,
+                {label: column},
+                dim.may_measure,
+            )
+            if known is None:
+                out.append((f, None))
+                continue
+            keys = known["ndv"][label]
+            survival = min(1.0, keys / max(1, fact["ndv"][labels[f]]))
+            width = operand_width(_operand(plan, f, f.dim_operand))
+            out.append((f, (fact["rows"], survival, keys, width)))
+        return out
+
+    def _filtered_join(
+        self, plan: JoinPlan, site: JoinSite, which: str, kept: list[StarFilter]
+    ) -> DataFrame:
+        frames = {w: plan.side(site.path, w) for w in ("left", "right")}
+        fact = frames[which]
+        for f in kept:
+            keys = distinct_keys(
+                plan.side(f.join_path, f.dim_side),
+                [plan.condition_column(f.join_path, f.dim_operand)],
+            )
+            fact = semi_filter(fact, [plan.condition_column(f.join_path, f.fact_operand)], keys)
+        other = "right" if which == "left" else "left"
+        # The other input first, as in ``prefilter.prefiltered_join``.
+        return frames[other].join(fact, plan.condition_column(site.path), "inner")
+
+    def _choice(self, site: JoinSite, chosen: bool, reason: str, details: Any = None) -> JoinChoice:
+        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})
+
+
+def _operand(plan: JoinPlan, f: StarFilter, path: tuple[int, ...]) -> Any:
+    site = next(s for s in plan.sites if s.path == f.join_path)
+    return operand(site.condition, path)
+
+
+def _shuffled(plan: JoinPlan, f: StarFilter, threshold: int) -> bool:
+    """Whether Spark would shuffle (not broadcast) at the join of ``f``."""
+    site = next(s for s in plan.sites if s.path == f.join_path)
+    dim = site.left if f.dim_side == "left" else site.right
+    return threshold < 0 or dim.estimated_bytes > threshold
+
+
+def _describe(plan: JoinPlan, f: StarFilter) -> str:
+    return (
+        f"{operand_label(_operand(plan, f, f.fact_operand))} in "
+        f"{operand_label(_operand(plan, f, f.dim_operand))} (join at {list(f.join_path)})"
+    )
