@@ -36,8 +36,11 @@ KEY_RATE = 20e6
 PROBE_RATE = 400e6
 #: Fixed cost of the extra key job (scheduling, broadcast), seconds.
 FIXED_COST_S = 0.3
-#: Shuffle partitions per executor core for a prefiltered join (seed 000 found 2).
-PARALLELISM_W = 2
+#: Shuffle partitions per executor core for a prefiltered join (seed 000 found w = 2 on
+#: its cluster). None keeps Spark's own (AQE-coalesced) partitioning: on local[2] at SF1,
+#: orders(10 %) ⋈ wide lineitem took 7.0 s without a repartition against 8.9 / 10.7 / 11.5 /
+#: 10.8 s with w = 1 / 2 / 4 / 8 (experiments/results/joins/filters.json, "parallelism").
+PARALLELISM_W: int | None = None
 #: Key sets above this many bytes are not broadcast as an exact set (a Bloom filter is).
 MAX_EXACT_KEY_BYTES = 64 << 20
 #: Bloom filter: seconds per bit serialised, shipped and OR-merged, per partition of the
@@ -94,7 +97,7 @@ def semi_prefilter(
 
 def shuffle_partitions(cores: int, w: int | None = None) -> int:
     """Partitions of a prefiltered join's shuffle: ``w × executor cores`` (seed 000)."""
-    return max(1, (PARALLELISM_W if w is None else w) * cores)
+    return max(1, (w or PARALLELISM_W or 2) * cores)
 
 
 def bloom_error_rate(
