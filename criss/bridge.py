@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -372,14 +371,26 @@ def file_relation_identity(jnode: Any) -> dict[str, Any] | None:
 # --- join rewrites ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class JoinSide:
-    """One input of a join: its output columns and what Spark estimates it to be."""
+    """One input of a join: its output columns and what Spark estimates it to be (each
+    fetched from the JVM on first use)."""
 
-    #: (name, Spark SQL type as JSON, exprId) per output attribute, in order.
-    columns: tuple[tuple[str, Any, int], ...]
-    #: Catalyst's pre-execution size estimate (reliable for scans, not for joins).
-    estimated_bytes: int
+    def __init__(self, plan: Any) -> None:
+        self._plan = plan
+
+    @cached_property
+    def columns(self) -> tuple[tuple[str, Any, int], ...]:
+        """(name, Spark SQL type as JSON, exprId) per output attribute, in order."""
+        output = self._plan.output()
+        return tuple(
+            (str(a.name()), json.loads(a.dataType().json()), int(a.exprId().id()))
+            for a in (output.apply(i) for i in range(output.size()))
+        )
+
+    @cached_property
+    def estimated_bytes(self) -> int:
+        """Catalyst's pre-execution size estimate (reliable for scans, not for joins)."""
+        return int(str(self._plan.stats().sizeInBytes()))
 
 
 class JoinSite:
@@ -409,11 +420,11 @@ class JoinSite:
 
     @cached_property
     def left(self) -> JoinSide:
-        return self._plan._side(self._node.left())
+        return JoinSide(self._node.left())
 
     @cached_property
     def right(self) -> JoinSide:
-        return self._plan._side(self._node.right())
+        return JoinSide(self._node.right())
 
     @cached_property
     def label(self) -> str:
@@ -449,14 +460,6 @@ class JoinPlan:
             if node.nodeName() == "Join":
                 sites.append(JoinSite(self, path, node))
         return sites
-
-    def _side(self, plan: Any) -> JoinSide:
-        output = plan.output()
-        columns = tuple(
-            (str(a.name()), json.loads(a.dataType().json()), int(a.exprId().id()))
-            for a in (output.apply(i) for i in range(output.size()))
-        )
-        return JoinSide(columns, int(str(plan.stats().sizeInBytes())))
 
     def relations(self, path: tuple[int, ...], which: str) -> list[dict[str, Any]]:
         """Identities (with fresh file listings) of the file relations under one join input.

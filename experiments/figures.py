@@ -362,6 +362,46 @@ def plot() -> None:
             click.echo(f"drew {plot_result(result, path.with_suffix('.png'))}")
 
 
+@main.command("profile")
+@click.argument("result_file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mode", default="criss", show_default=True, help="Criss mode to profile.")
+def profile(result_file: Path, mode: str) -> None:
+    """Where a Criss mode's time goes on first occurrences (vs plain Spark) and on repeats."""
+    result = json.loads(result_file.read_text())
+    click.echo(profile_text(result, mode))
+
+
+def profile_text(result: dict[str, Any], mode: str = "criss") -> str:
+    plain, mine = result["modes"]["spark"]["queries"], result["modes"][mode]["queries"]
+    seen: set[tuple[str, str]] = set()
+    lines = [f"{'query':<10}{'plain s':>9}{'Criss s':>9}{'plan s':>8}{'mat s':>8}  cached  written"]
+    totals = {"first": [0.0, 0.0, 0.0, 0.0], "repeat": [0.0, 0.0, 0.0, 0.0]}
+    for a, b in zip(plain, mine, strict=True):
+        key = (a["query"], a["variant"])
+        kind = "repeat" if key in seen else "first"
+        seen.add(key)
+        info = b.get("criss") or {}
+        row = [
+            a["seconds"],
+            b["seconds"],
+            info.get("planning_seconds") or 0.0,
+            info.get("materialize_seconds") or 0.0,
+        ]
+        totals[kind] = [t + v for t, v in zip(totals[kind], row, strict=True)]
+        if kind == "first":
+            name = a["query"] + ("" if a["variant"] == "orig" else "-" + a["variant"])
+            lines.append(
+                f"{name:<10}{row[0]:>9.2f}{row[1]:>9.2f}{row[2]:>8.2f}{row[3]:>8.2f}"
+                f"  {info.get('operators_cached', 0):>6}  {info.get('bytes_written', 0) or 0:>9}"
+            )
+    for kind, (p, c, pl, ma) in totals.items():
+        lines.append(
+            f"{kind + ' (all)':<10}{p:>9.1f}{c:>9.1f}{pl:>8.1f}{ma:>8.1f}"
+            f"  ratio {c / p if p else float('nan'):.2f}"
+        )
+    return "\n".join(lines)
+
+
 @main.command("table")
 def table() -> None:
     """Print the markdown tables of every committed experiment result (for RESULTS.md)."""

@@ -69,6 +69,15 @@ def _walk(expr: Expr) -> Iterator[Expr]:
         yield from _walk(child)
 
 
+def has_equality(condition: Expr | None) -> bool:
+    """Whether ``condition`` has an ``EqualTo`` conjunct (cheap, before sides are known)."""
+    if condition is None:
+        return False
+    if condition.cls.endswith(".And") or condition.cls == "And":
+        return any(has_equality(c) for c in condition.children)
+    return condition.cls.endswith(".EqualTo") or condition.cls == "EqualTo"
+
+
 def equi_keys(
     condition: Expr | None, left_ids: set[int], right_ids: set[int]
 ) -> tuple[EquiKey, ...]:

@@ -76,7 +76,8 @@ def test_prefilter_applied_and_equal(shuffle_joins, forced, tmp_path):
 
 def test_prefilter_measurements_and_key_set_reused(shuffle_joins, forced, tmp_path):
     spark = shuffle_joins
-    cs = session(spark, tmp_path, runtime_filters=False, bloom_join=False)
+    # nothing cached (min_texec): the repeat must plan the key set again, not read a result
+    cs = session(spark, tmp_path, runtime_filters=False, bloom_join=False, min_texec=1e9)
     cs.sql(ORDERS_1PCT).collect()
     counters = cs.report()["counters"]
     assert counters["join_key_measurements"] == 2  # one aggregate per input

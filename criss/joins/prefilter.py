@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies import filters as policy
-from qtree.star import EquiKey, equi_keys, operand, operand_label
+from qtree.star import EquiKey, equi_keys, has_equality, operand, operand_label
 
 from . import JoinChoice
 
@@ -177,15 +177,18 @@ def key_sides(site: JoinSite, context: JoinContext) -> tuple[tuple[EquiKey, ...]
     """The equi-keys of a shuffle join and the inputs a key filter may shrink, or why not."""
     if site.join_type not in _JOIN_TYPES:
         return f"{site.join_type} join"
+    if not has_equality(site.condition):
+        return "no equi-join keys"
+    # cheapest test first: most joins broadcast, and their inputs' columns are not needed
+    threshold = broadcast_threshold(context)
+    small_est = min(site.left.estimated_bytes, site.right.estimated_bytes)
+    if 0 <= threshold and small_est <= threshold:
+        return f"Spark broadcasts an input (est. {small_est} B): no shuffle to save"
     left_ids = {c[2] for c in site.left.columns}
     right_ids = {c[2] for c in site.right.columns}
     keys = equi_keys(site.condition, left_ids, right_ids)
     if not keys:
         return "no equi-join keys"
-    threshold = broadcast_threshold(context)
-    small_est = min(site.left.estimated_bytes, site.right.estimated_bytes)
-    if 0 <= threshold and small_est <= threshold:
-        return f"Spark broadcasts an input (est. {small_est} B): no shuffle to save"
     return keys, _FILTERABLE[site.join_type]
 
 

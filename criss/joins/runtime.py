@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 
 from criss import bridge as bridge_module
 from policies import filters as policy
-from qtree.star import Ancestor, StarFilter, operand, operand_label, star_filters
+from qtree.star import (
+    TRANSPARENT,
+    Ancestor,
+    StarFilter,
+    operand,
+    operand_label,
+    star_filters,
+)
 
 from . import JoinChoice
 from .prefilter import (
@@ -36,13 +43,22 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from criss.bridge import JoinPlan, JoinSite
+    from qtree.plan import PlanNode
 
     from . import JoinContext
 
 
-def ancestors(plan: JoinPlan, path: tuple[int, ...]) -> list[Ancestor]:
-    """The operators from the one at ``path`` up to the root, as ``qtree.star`` needs them."""
-    names = bridge_module.operator_names(plan, path)
+def ancestors(
+    plan: JoinPlan, path: tuple[int, ...], tree: PlanNode | None = None
+) -> list[Ancestor]:
+    """The operators from the one at ``path`` up to the root, as ``qtree.star`` needs them.
+
+    Operator names come from the query's canonical ``tree`` (same paths) when given, else
+    from the JVM plan.
+    """
+    names = _names_along(tree, path) if tree is not None else None
+    if names is None:
+        names = bridge_module.operator_names(plan, path)
     sites = {s.path: s for s in plan.sites}
     out = []
     for depth in range(len(path), -1, -1):
@@ -64,6 +80,24 @@ def ancestors(plan: JoinPlan, path: tuple[int, ...]) -> list[Ancestor]:
     return out
 
 
+def _names_along(tree: PlanNode, path: tuple[int, ...]) -> list[str]:
+    node, names = tree, [tree.op]
+    for index in path:
+        node = node.children[index]
+        names.append(node.op)
+    return names
+
+
+def _join_above(tree: PlanNode, path: tuple[int, ...]) -> bool:
+    """Whether the first operator above ``path`` other than a Project/Filter is a join:
+    only then can a star's other dimensions filter the fact input below it."""
+    names = _names_along(tree, path)[:-1]
+    for name in reversed(names):
+        if name not in TRANSPARENT:
+            return name == "Join"
+    return False
+
+
 class RuntimeFilters:
     """Every filtered dimension's keys applied at the fact input of a star join."""
 
@@ -74,6 +108,8 @@ class RuntimeFilters:
     ) -> tuple[DataFrame | None, JoinChoice | None]:
         if site.join_type != "INNER":
             return None, None
+        if context.tree is not None and not _join_above(context.tree, site.path):
+            return None, None  # no join above: the semi prefilter's case (and no JVM calls)
         for which in ("left", "right"):
             found = self._candidate(plan, site, context, which)
             if found is None:
@@ -84,15 +120,15 @@ class RuntimeFilters:
         return None, None
 
     def _candidate(self, plan: JoinPlan, site: JoinSite, context: JoinContext, which: str) -> Any:
+        fact = input_facts(context, plan, site.path, which)  # from the query's own tree
+        if not (fact.simple and fact.deterministic):
+            return None
         side = site.left if which == "left" else site.right
         fact_path = site.path + ((0,) if which == "left" else (1,))
         fact_ids = {c[2] for c in side.columns}
-        filters = star_filters(fact_path, fact_ids, ancestors(plan, site.path))
+        filters = star_filters(fact_path, fact_ids, ancestors(plan, site.path, context.tree))
         if not any(f.join_path != site.path for f in filters):
             return None  # not a star: the adjacent join alone is the semi prefilter's case
-        fact = input_facts(context, plan, site.path, which)
-        if not (fact.simple and fact.deterministic):
-            return None
         threshold = broadcast_threshold(context)
         if not any(_shuffled(plan, f, threshold) for f in filters):
             reason = "every dimension is broadcast: the fact input is never shuffled"
