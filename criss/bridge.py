@@ -497,28 +497,6 @@ class JoinPlan:
         side = join.left() if which == "left" else join.right()
         return self.bridge.column(side.output().apply(index))
 
-    def as_join_output(self, path: tuple[int, ...], frame: DataFrame) -> DataFrame:
-        """``frame``'s columns renamed, by position, to the join's output attributes (left
-        input's then right input's, same names and exprIds), so the join's condition and
-        ancestors resolve against a frame computed outside Catalyst (a Python UDF's output
-        has fresh attributes)."""
-        join = self.node_at(path)
-        old = [
-            side.output().apply(i)
-            for side in (join.left(), join.right())
-            for i in range(side.output().size())
-        ]
-        analyzed = frame._jdf.queryExecution().analyzed()
-        new = analyzed.output()
-        if new.size() != len(old):
-            raise BridgeError(f"frame has {new.size()} columns, the join outputs {len(old)}")
-        b = self.bridge
-        aliases = [
-            b._alias(new.apply(i), a.name(), a.exprId(), a.qualifier(), b._none, b._empty)
-            for i, a in enumerate(old)
-        ]
-        return b.dataframe_of(b._project(b.seq(aliases), analyzed))
-
     def put(self, path: tuple[int, ...], frame: DataFrame) -> None:
         """Replace the subtree at ``path`` by ``frame``.
 
