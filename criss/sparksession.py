@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -83,6 +84,10 @@ def local_spark(
     from pyspark.sql import SparkSession
 
     settings = dict(LOCAL_DEFAULTS)
+    # Python workers (the range index's mapInArrow) need the driver's packages (NumPy,
+    # PyArrow): run them with the driver's interpreter, not PATH's python3 (PySpark reads
+    # only this variable, not spark.pyspark.python, when it starts the context)
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     if coalesce_partitions is not None:
         settings["spark.sql.adaptive.coalescePartitions.enabled"] = str(coalesce_partitions).lower()
     settings.update(conf or {})

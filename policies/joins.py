@@ -6,6 +6,13 @@ equi-join on ``(level, bucket)``: the interval side is exploded into the buckets
 interval covers, in a *length class* (level) whose bucket width keeps every interval under
 ``max_buckets`` buckets, and the other side gets one bucket per level. The model estimates
 both plans from the measured interval-length histograms and picks the cheaper one.
+
+The range index (seed paper 001) collects a small interval side to the driver, sorts it
+per length class and probes the other side with binary search in Python workers: no
+explosion, so it wins when lengths are skewed (a long interval costs one row, not a
+level of buckets for every probe row), and it is the only rewrite for one-sided bounds
+(``p >= s``), whose matches are a prefix of the sorted values. It pays a collect job,
+a broadcast and Arrow traffic through Python per probe row and per emitted pair.
 """
 
 from __future__ import annotations
@@ -20,6 +27,19 @@ NESTED_PAIRS_PER_SECOND = 2.5e8
 #: an exploded row through a shuffle/hash equi-join, and a candidate pair checked there
 BUCKET_ROWS_PER_SECOND = 4e6
 CANDIDATES_PER_SECOND = 5e7
+#: range index, fitted to experiments/results/joins/range_join_index.json (1M x 50k, a
+#: loaded machine: load average ~12 on 2 cores; disjoint 26 s, skewed 50 s repeated):
+#: interval rows collected and broadcast, probe rows through a Python worker (Arrow both
+#: ways), pairs emitted (take + Arrow back to the JVM + the residual filter), the
+#: binary searches per probe row and length class, and the fixed cost (a collect job,
+#: the broadcast, Python workers starting)
+INDEX_COLLECT_ROWS_PER_SECOND = 1e6
+INDEX_PROBE_ROWS_PER_SECOND = 5e4
+INDEX_PAIRS_PER_SECOND = 4e5
+INDEX_SEARCHES_PER_SECOND = 2e7
+INDEX_FIXED_SECONDS = 1.0
+#: methods ``spark.criss.range.join.method`` may force
+METHODS = ("nested", "bucket", "index")
 
 
 @dataclass(frozen=True)
@@ -69,7 +89,7 @@ class SideStats:
 class RangeJoinChoice:
     """The decision for one range join, with the numbers it was made from."""
 
-    method: str | None  # "bucket" or None (leave Spark's nested loop)
+    method: str | None  # "bucket", "index" or None (leave Spark's nested loop)
     reason: str
     widths: tuple[float, ...] = ()
     max_buckets: int = 0
@@ -145,37 +165,163 @@ class RangeJoinModel:
             "seconds": seconds,
         }
 
-    def choose(self, intervals: SideStats, probe: SideStats, single_level: bool) -> RangeJoinChoice:
-        """Bucket equi-join or Spark's nested loop, whichever the numbers favour."""
-        nested_pairs = float(intervals.rows) * float(probe.rows)
-        nested_seconds = nested_pairs / NESTED_PAIRS_PER_SECOND
+    def index_estimate(self, intervals: SideStats, probe: SideStats) -> dict[str, float]:
+        """Emitted pairs and seconds of the range index (keys spread uniformly): a probe
+        of length ``lp`` meets class ``c`` intervals starting in a window of its longest
+        length plus ``lp``; about 3/4 of them (lengths in [L/2, L]) are emitted."""
+        span = max(_span(intervals, probe), 1e-9)
+        probe_length = _mean_length(probe)
+        scanned = emitted = 0.0
+        for c, (n, longest) in intervals.histogram.items():
+            window = (longest if c > -1000 else 0.0) + probe_length
+            hits = probe.valid * n * min(window / span, 1.0)
+            scanned += hits
+            emitted += probe.valid * n * min((0.75 * window) / span, 1.0)
+        return self._index_seconds(intervals, probe, emitted, scanned)
+
+    def _index_seconds(
+        self, intervals: SideStats, probe: SideStats, emitted: float, scanned: float
+    ) -> dict[str, float]:
+        classes = max(len(intervals.histogram), 1)
+        seconds = (
+            INDEX_FIXED_SECONDS
+            + intervals.rows / INDEX_COLLECT_ROWS_PER_SECOND
+            + probe.rows / INDEX_PROBE_ROWS_PER_SECOND
+            + probe.rows * classes / INDEX_SEARCHES_PER_SECOND
+            + scanned / CANDIDATES_PER_SECOND
+            + emitted / INDEX_PAIRS_PER_SECOND
+        )
+        return {"pairs": emitted, "seconds": seconds, "classes": classes}
+
+    def choose(
+        self,
+        intervals: SideStats,
+        probe: SideStats,
+        single_level: bool,
+        index_blocked: str | None = None,
+        force: str | None = None,
+    ) -> RangeJoinChoice:
+        """Bucket equi-join, range index or Spark's nested loop, whichever the numbers
+        favour. ``index_blocked`` says why the index cannot be used (outer join, interval
+        side too large), ``force`` overrides the costs (tests, experiments)."""
+        nested_seconds = float(intervals.rows) * float(probe.rows) / NESTED_PAIRS_PER_SECOND
         widths = self.levels(intervals, probe, single_level)
         est = self.estimate(intervals, probe, widths)
+        idx = self.index_estimate(intervals, probe)
         details = {
             "interval_rows": intervals.rows,
             "probe_rows": probe.rows,
-            "nested_pairs": nested_pairs,
+            "nested_pairs": float(intervals.rows) * float(probe.rows),
             "nested_seconds_est": round(nested_seconds, 3),
             "bucket_seconds_est": round(est["seconds"], 3),
             "widths": list(widths),
             "levels": len(widths),
             "explosion_factor": round(est["explosion_factor"], 3),
             "candidate_pairs_est": round(est["candidate_pairs"]),
+            "index_seconds_est": round(idx["seconds"], 3),
+            "index_pairs_est": round(idx["pairs"]),
+            "index_classes": idx["classes"],
+            "index_blocked": index_blocked,
         }
         cap = self.max_buckets_single_level if single_level else self.max_buckets
-        gain = nested_seconds - est["seconds"]
-        if nested_seconds >= self.min_ratio * est["seconds"] and gain >= self.min_seconds:
-            reason = (
-                f"bucket equi-join, {len(widths)} level(s), width {widths[0]:.4g}"
-                f", explosion x{est['explosion_factor']:.2f}: est. {est['seconds']:.2f} s"
-                f" vs nested loop {nested_seconds:.2f} s"
-            )
-            return RangeJoinChoice("bucket", reason, widths, cap, details)
-        reason = (
-            f"nested loop kept: est. {nested_seconds:.2f} s vs bucket join"
-            f" {est['seconds']:.2f} s (needs x{self.min_ratio} and {self.min_seconds} s saved)"
+        costs = {"bucket": est["seconds"]}
+        if index_blocked is None:
+            costs["index"] = idx["seconds"]
+        describe = {
+            "bucket": f"bucket equi-join, {len(widths)} level(s), width {widths[0]:.4g}"
+            f", explosion x{est['explosion_factor']:.2f}",
+            "index": f"range index, {idx['classes']} length class(es)"
+            f", ~{idx['pairs']:.3g} pairs emitted",
+        }
+        method, reason = self._pick(costs, nested_seconds, force, index_blocked)
+        details["method"] = method or "nested"
+        if method is not None:
+            reason = f"{describe[method]}: {reason}"
+        return RangeJoinChoice(method, reason, widths, cap, details)
+
+    def choose_one_sided(
+        self,
+        indexed: SideStats,
+        probe: SideStats,
+        indexed_is_lower: bool,
+        index_blocked: str | None = None,
+        force: str | None = None,
+    ) -> RangeJoinChoice:
+        """Range index or nested loop for a single bound ``lower <= upper``: every probe
+        row meets a prefix of the sorted values, so the cost is the output, estimated
+        from the two sides' key ranges (uniform keys assumed)."""
+        nested_seconds = float(indexed.rows) * float(probe.rows) / NESTED_PAIRS_PER_SECOND
+        lower, upper = (indexed, probe) if indexed_is_lower else (probe, indexed)
+        fraction = fraction_below(lower, upper)
+        pairs = fraction * indexed.valid * probe.valid
+        idx = self._index_seconds(indexed, probe, pairs, pairs)
+        details = {
+            "interval_rows": indexed.rows,
+            "probe_rows": probe.rows,
+            "nested_pairs": float(indexed.rows) * float(probe.rows),
+            "nested_seconds_est": round(nested_seconds, 3),
+            "pair_fraction_est": round(fraction, 6),
+            "index_seconds_est": round(idx["seconds"], 3),
+            "index_pairs_est": round(pairs),
+            "index_blocked": index_blocked,
+        }
+        costs = {} if index_blocked is not None else {"index": idx["seconds"]}
+        method, reason = self._pick(costs, nested_seconds, force, index_blocked or "one-sided")
+        details["method"] = method or "nested"
+        if method is not None:
+            reason = f"range index (one-sided, ~{pairs:.3g} pairs emitted): {reason}"
+        else:
+            reason = f"one-sided bound (like p >= s), {reason}"
+        return RangeJoinChoice(method, reason, (), 0, details)
+
+    def _pick(
+        self,
+        costs: dict[str, float],
+        nested_seconds: float,
+        force: str | None,
+        blocked: str | None,
+    ) -> tuple[str | None, str]:
+        """The cheapest method against the nested loop (or the forced one when possible)."""
+        if force == "nested":
+            return None, "nested loop kept: forced by spark.criss.range.join.method"
+        if force in costs:
+            return force, f"forced by spark.criss.range.join.method (est. {costs[force]:.2f} s)"
+        if force is not None:
+            why = blocked if force == "index" else "buckets need two-sided bounds"
+            return None, f"nested loop kept: forced {force} not possible ({why})"
+        if not costs:
+            return None, f"nested loop kept: no rewrite possible ({blocked})"
+        method = min(costs, key=costs.__getitem__)
+        seconds = costs[method]
+        others = ", ".join(f"{m} {s:.2f} s" for m, s in sorted(costs.items()) if m != method)
+        versus = f"est. {seconds:.2f} s vs nested loop {nested_seconds:.2f} s" + (
+            f", {others}" if others else ""
         )
-        return RangeJoinChoice(None, reason, widths, cap, details)
+        gain = nested_seconds - seconds
+        if nested_seconds >= self.min_ratio * seconds and gain >= self.min_seconds:
+            return method, versus
+        return None, (
+            f"nested loop kept: {versus} (needs x{self.min_ratio} and {self.min_seconds} s saved)"
+        )
+
+
+def fraction_below(lower: SideStats, upper: SideStats, steps: int = 256) -> float:
+    """P(lower key <= upper key) for keys uniform over each side's measured range."""
+    if lower.min_key is None or upper.min_key is None:
+        return 0.0
+    a1, b1, a2, b2 = lower.min_key, lower.max_key, upper.min_key, upper.max_key
+    total = 0.0
+    for i in range(steps):
+        x = a1 + (b1 - a1) * (i + 0.5) / steps
+        total += 1.0 if x <= a2 else 0.0 if x > b2 else (b2 - x) / max(b2 - a2, 1e-300)
+    return total / steps
+
+
+def _mean_length(stats: SideStats) -> float:
+    if not stats.valid:
+        return 0.0
+    total = sum(n * (0.75 * m) for c, (n, m) in stats.histogram.items() if c > -1000)
+    return total / stats.valid
 
 
 def _ends(intervals: SideStats, probe: SideStats) -> list[float]:

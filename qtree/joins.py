@@ -179,6 +179,16 @@ def one_sided(condition: Expr | None, left_ids: set[int], right_ids: set[int]) -
     return bool(bounds) and len({b.lower_side for b in bounds}) == 1
 
 
+def one_sided_bound(
+    condition: Expr | None, left_ids: set[int], right_ids: set[int]
+) -> Bound | None:
+    """The first bound of a one-sided condition (see ``one_sided``); other bounds and
+    conjuncts stay in the residual."""
+    if not one_sided(condition, left_ids, right_ids):
+        return None
+    return cross_bounds(condition, left_ids, right_ids)[0]  # type: ignore[arg-type]
+
+
 def equi_keys(condition: Expr | None, left_ids: set[int], right_ids: set[int]) -> bool:
     """True when a top-level conjunct equates the two inputs (Spark plans a hash/sort join)."""
     if condition is None:

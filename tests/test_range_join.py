@@ -174,6 +174,121 @@ def test_tiny_join_keeps_nested_loop_under_default_model(spark, tmp_path):
     _check(cs, spark, "select * from rj_tiny_p join rj_tiny_i on p between s and e", False)
 
 
+# --- the range index ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def forced_index(views):
+    views.conf.set("spark.criss.range.join.method", "index")
+    yield views
+    views.conf.unset("spark.criss.range.join.method")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        # NULL, reversed, boundary-equal, duplicate and 3000-long intervals are in the data
+        "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
+        "select pid, iid from rj_intervals join rj_points on s < p and e >= p",
+        "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
+        "select * from rj_points join rj_intervals on pt >= st and pt <= et",
+        "select pid, iid from rj_points join rj_intervals"
+        " on p between s and e and (pid + iid) % 3 <> 0",
+        "select a.iid, b.iid from rj_intervals a join rj_intervals b on a.s <= b.e and b.s <= a.e",
+        "select pid, iid from rj_points join rj_none on p between s and e",
+    ],
+    ids=["between", "strict-swapped", "decimal", "timestamp", "residual", "overlap", "empty"],
+)
+def test_range_index_equals_spark(cs, forced_index, query):
+    explain = _check(cs, forced_index, query)
+    assert "range index" in explain and "length class" in explain
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select pid, iid from rj_points join rj_intervals on p >= e",
+        "select pid, iid from rj_points join rj_intervals on p < s and pid < 50",
+        "select pid, iid from rj_points join rj_intervals on sd > pd and (pid + iid) % 2 = 0",
+    ],
+    ids=["point-above", "point-below-filtered", "date-residual"],
+)
+def test_one_sided_range_index_equals_spark(cs, forced_index, query):
+    explain = _check(cs, forced_index, query)
+    assert "range index (one-sided" in explain
+
+
+def test_range_index_is_not_used_for_outer_joins(cs, forced_index):
+    query = "select pid, iid from rj_points left join rj_intervals on p >= s and p < e"
+    explain = _check(cs, forced_index, query, applied=False)
+    assert "forced index not possible (range index only for inner joins" in explain
+
+
+def test_range_index_row_limit_blocks_it(cs, forced_index):
+    forced_index.conf.set("spark.criss.range.join.index.max.rows", "10")
+    try:
+        query = "select pid, iid from rj_points join rj_intervals on p between s and e"
+        explain = _check(cs, forced_index, query, applied=False)
+        assert "rows > 10 (spark.criss.range.join.index.max.rows)" in explain
+    finally:
+        forced_index.conf.unset("spark.criss.range.join.index.max.rows")
+
+
+def test_index_worker_pairs_are_a_superset_of_the_matches():
+    import numpy as np
+
+    from criss.joins import range_index
+
+    rng = np.random.default_rng(1)
+    lo = rng.integers(0, 1000, 500).astype(float)
+    hi = lo + np.where(rng.random(500) < 0.02, 5000, rng.integers(-3, 20, 500))
+    lo[::37] = np.nan  # NULL ends never match
+    points = np.append(rng.integers(-100, 7000, 300).astype(float), np.nan)
+    index = range_index.build(lo, hi)
+    range_index.CHUNK_PAIRS, saved = 64, range_index.CHUNK_PAIRS  # many chunks
+    try:
+        got = {
+            (int(a), int(b))
+            for at, rows in range_index.probe(index, points, points)
+            for a, b in zip(at, rows, strict=True)
+        }
+    finally:
+        range_index.CHUNK_PAIRS = saved
+    want = {
+        (i, j) for i, p in enumerate(points) for j in range(500) if lo[j] <= p <= hi[j]
+    }  # NaN compares false
+    assert got == want
+    below = range_index.build_one_sided(lo, index_is_lower=False)  # v >= x
+    got = {
+        (int(a), int(b))
+        for at, rows in range_index.probe(below, points, points)
+        for a, b in zip(at, rows, strict=True)
+    }
+    assert got == {(i, j) for i, p in enumerate(points) for j in range(500) if lo[j] >= p}
+
+
+def test_model_index_choice_follows_the_measurements():
+    model = RangeJoinModel()
+    # 50k intervals of ~1e4 over 1e9, 1 % of them 1000x longer; 1M points: measured
+    # (range_join_index.json), buckets beat the index here, so the model keeps buckets
+    skewed = SideStats(50_000, 50_000, 0.0, 1e9, {13: (49_500, 1e4), 24: (500, 2e7)})
+    points = SideStats(1_000_000, 1_000_000, 0.0, 1e9, {-1075: (1_000_000, 0.0)})
+    choice = model.choose(skewed, points, single_level=False)
+    assert choice.method == "bucket", choice.reason
+    assert choice.details["index_seconds_est"] > choice.details["bucket_seconds_est"]
+    forced = model.choose(skewed, points, single_level=False, force="index")
+    assert forced.method == "index"
+    blocked = model.choose(skewed, points, single_level=False, index_blocked="outer", force="index")
+    assert blocked.method is None and "outer" in blocked.reason
+    # one-sided: points above all but the top 0.1 % of values → tiny output: index
+    values = SideStats(50_000, 50_000, 0.0, 1e9, {-1075: (50_000, 0.0)})
+    high = SideStats(1_000_000, 1_000_000, 0.999e9, 1e9 + 1e6, {-1075: (1_000_000, 0.0)})
+    assert model.choose_one_sided(values, high, indexed_is_lower=False).method == "index"
+    # ... a half of all pairs: the nested loop is as good
+    half = model.choose_one_sided(values, points, indexed_is_lower=True)
+    assert half.method is None and half.details["pair_fraction_est"] > 0.4
+
+
 # --- pure parts ---------------------------------------------------------------------------
 
 

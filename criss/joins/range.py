@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 from criss.joins import JoinChoice
 from policies.joins import RangeJoinModel, SideStats
 from qtree.joins import (
+    Bound,
+    Endpoint,
     RangeCondition,
     detect_range,
     equi_keys,
     has_comparison,
-    one_sided,
+    one_sided_bound,
     signature,
 )
 
@@ -46,6 +48,13 @@ _NUMERIC = ("byte", "short", "integer", "long", "decimal")
 #: Spark conf overriding ``RangeJoinModel.min_seconds`` (tests rewrite tiny joins with 0)
 MIN_SECONDS_CONF = "spark.criss.range.join.min.seconds"
 MIN_RATIO_CONF = "spark.criss.range.join.min.ratio"
+#: force "nested", "bucket" or "index" (when possible) instead of the cost choice
+METHOD_CONF = "spark.criss.range.join.method"
+#: the range index collects the interval side to the driver: only below these sizes
+INDEX_MAX_ROWS_CONF = "spark.criss.range.join.index.max.rows"
+INDEX_MAX_BYTES_CONF = "spark.criss.range.join.index.max.bytes"
+INDEX_MAX_ROWS = 5_000_000
+INDEX_MAX_BYTES = 512 * 1024 * 1024
 
 
 class RangeJoin:
@@ -64,16 +73,15 @@ class RangeJoin:
         left_ids = {c[2] for c in site.left.columns}
         right_ids = {c[2] for c in site.right.columns}
         found = detect_range(site.condition, left_ids, right_ids)
-        if found is None:
-            if one_sided(site.condition, left_ids, right_ids):
-                return None, self._skip(
-                    site, "one-sided bound only (like p >= s): no interval to bucket"
-                )
+        bound = None if found else one_sided_bound(site.condition, left_ids, right_ids)
+        if found is None and bound is None:
             return None, None
         if equi_keys(site.condition, left_ids, right_ids):
             return None, self._skip(site, "has equi keys: Spark's hash/sort-merge join applies")
         if site.join_type not in _JOIN_TYPES:
             return None, self._skip(site, f"{site.join_type} join is not rewritten")
+        if found is None:
+            return self._plan_one_sided(plan, site, bound, context)  # type: ignore[arg-type]
         return self._plan(plan, site, found, context)
 
     # --- decision -------------------------------------------------------------------------
@@ -81,7 +89,7 @@ class RangeJoin:
     def _plan(
         self, plan: JoinPlan, site: JoinSite, found: RangeCondition, context: JoinContext
     ) -> tuple[DataFrame | None, JoinChoice | None]:
-        sides = {w: _Side(plan, site, found, w) for w in ("left", "right")}
+        sides = {w: _Side(plan, site, w, found.ends[w]) for w in ("left", "right")}
         kinds = {s.domain() for s in sides.values()}
         if None in kinds or len(kinds) != 1:
             types = {w: s.types for w, s in sides.items()}
@@ -99,19 +107,76 @@ class RangeJoin:
             interval = "left"
         probe = "left" if interval == "right" else "right"
         model = self.model or _model(context)
-        decision = model.choose(stats[interval], stats[probe], single_level=preserved is not None)
+        decision = model.choose(
+            stats[interval],
+            stats[probe],
+            single_level=preserved is not None,
+            index_blocked=_index_blocked(site, sides[interval], stats[interval], context),
+            force=_forced(context),
+        )
         details = dict(decision.details, kind=found.kind, interval_side=interval)
         details["measured"] = {w: s.measured for w, s in sides.items()}
-        if decision.method is None:
-            context.counters["range_join_kept_nested_loop"] += 1
-            return None, JoinChoice(
-                self.name, site.path, site.label, False, decision.reason, details
+        if decision.method == "bucket":
+            frame = _bucket_join(
+                plan, site, sides[probe], sides[interval], decision.widths, model, found
             )
-        frame = _bucket_join(
-            plan, site, sides[probe], sides[interval], decision.widths, model, found
+        elif decision.method == "index":
+            frame = _index_join(plan, site, sides[probe], sides[interval], None, context, details)
+        else:
+            frame = None
+        return self._result(site, frame, decision.method, decision.reason, details, context)
+
+    def _plan_one_sided(
+        self, plan: JoinPlan, site: JoinSite, bound: Bound, context: JoinContext
+    ) -> tuple[DataFrame | None, JoinChoice | None]:
+        """``lower <= upper`` only: the smaller side is indexed, the other probes it."""
+        lower = bound.lower_side
+        upper = "right" if lower == "left" else "left"
+        ends = {
+            lower: (Endpoint(bound.lower, bound.lower_path),) * 2,
+            upper: (Endpoint(bound.upper, bound.upper_path),) * 2,
+        }
+        sides = {w: _Side(plan, site, w, ends[w]) for w in ("left", "right")}
+        kinds = {s.domain() for s in sides.values()}
+        if None in kinds or len(kinds) != 1:
+            types = {w: s.types for w, s in sides.items()}
+            return None, self._skip(site, f"one-sided bound types {types} not indexable")
+        stats = {w: s.stats(context) for w, s in sides.items()}
+        indexed = "left" if stats["left"].rows < stats["right"].rows else "right"
+        probe = "left" if indexed == "right" else "right"
+        model = self.model or _model(context)
+        decision = model.choose_one_sided(
+            stats[indexed],
+            stats[probe],
+            indexed_is_lower=indexed == lower,
+            index_blocked=_index_blocked(site, sides[indexed], stats[indexed], context),
+            force=_forced(context),
         )
-        context.counters["range_join_bucket"] += 1
-        return frame, JoinChoice(self.name, site.path, site.label, True, decision.reason, details)
+        details = dict(decision.details, kind="one-sided", interval_side=indexed)
+        details["measured"] = {w: s.measured for w, s in sides.items()}
+        frame = None
+        if decision.method == "index":
+            frame = _index_join(
+                plan, site, sides[probe], sides[indexed], indexed == lower, context, details
+            )
+        return self._result(site, frame, decision.method, decision.reason, details, context)
+
+    def _result(
+        self,
+        site: JoinSite,
+        frame: DataFrame | None,
+        method: str | None,
+        reason: str,
+        details: dict[str, Any],
+        context: JoinContext,
+    ) -> tuple[DataFrame | None, JoinChoice]:
+        if frame is None:
+            if method is not None:  # the index found the collected side over its budget
+                reason = f"nested loop kept: {details.get('index_fallback', reason)}"
+            context.counters["range_join_kept_nested_loop"] += 1
+            return None, JoinChoice(self.name, site.path, site.label, False, reason, details)
+        context.counters[f"range_join_{method}"] += 1
+        return frame, JoinChoice(self.name, site.path, site.label, True, reason, details)
 
     def _skip(self, site: JoinSite, reason: str) -> JoinChoice:
         return JoinChoice(self.name, site.path, site.label, False, reason)
@@ -127,15 +192,53 @@ def _model(context: JoinContext) -> RangeJoinModel:
     )
 
 
+def _forced(context: JoinContext) -> str | None:
+    from policies.joins import METHODS
+
+    method = context.session.spark.conf.get(METHOD_CONF, None)
+    if method in (None, "", "auto"):
+        return None
+    if method not in METHODS:
+        raise ValueError(f"{METHOD_CONF}={method!r}: use one of {METHODS} or auto")
+    return method
+
+
+def _index_limits(context: JoinContext) -> tuple[int, int]:
+    conf = context.session.spark.conf
+    rows = conf.get(INDEX_MAX_ROWS_CONF, None)
+    size = conf.get(INDEX_MAX_BYTES_CONF, None)
+    return (
+        int(rows) if rows is not None else INDEX_MAX_ROWS,
+        int(size) if size is not None else INDEX_MAX_BYTES,
+    )
+
+
+def _index_blocked(
+    site: JoinSite, side: _Side, stats: SideStats, context: JoinContext
+) -> str | None:
+    """Why the range index cannot serve this join, or None."""
+    if site.join_type not in ("INNER", "CROSS"):
+        return f"range index only for inner joins, not {site.join_type}"
+    max_rows, max_bytes = _index_limits(context)
+    if stats.rows > max_rows:
+        return f"interval side has {stats.rows} rows > {max_rows} ({INDEX_MAX_ROWS_CONF})"
+    estimated = (site.left if side.which == "left" else site.right).estimated_bytes
+    if estimated > max_bytes:
+        return f"interval side estimated {estimated} bytes > {max_bytes} ({INDEX_MAX_BYTES_CONF})"
+    return None
+
+
 # --- one input --------------------------------------------------------------------------------
 
 
 class _Side:
     """One join input with its interval ends as Columns over its own frame."""
 
-    def __init__(self, plan: JoinPlan, site: JoinSite, found: RangeCondition, which: str):
+    def __init__(
+        self, plan: JoinPlan, site: JoinSite, which: str, ends: tuple[Endpoint, Endpoint]
+    ) -> None:
         self.plan, self.site, self.which = plan, site, which
-        lo, hi = found.ends[which]
+        lo, hi = ends
         self.ends = (lo, hi)
         self.frame = plan.side(site.path, which)
         self.lo = plan.condition_column(site.path, lo.path)
@@ -293,3 +396,87 @@ def _bucket_join(
     on = on & plan.condition_column(site.path)
     left, right = (probed, exploded) if probe.which == "left" else (exploded, probed)
     return left.join(right, on, _JOIN_TYPES[site.join_type])
+
+
+# --- the range index --------------------------------------------------------------------------
+
+
+def _index_join(
+    plan: JoinPlan,
+    site: JoinSite,
+    probe: _Side,
+    indexed: _Side,
+    indexed_is_lower: bool | None,
+    context: JoinContext,
+    details: dict[str, Any],
+) -> DataFrame | None:
+    """``probe`` ⋈ ``indexed`` through the range index (``criss.joins.range_index``).
+
+    The distinct key hulls of the indexed side are collected and indexed; the distinct
+    probe hulls are paired with them in Python workers; Spark then joins the probe rows
+    on their hull (equi-join) and the indexed rows on theirs (broadcast equi-join), with
+    the original condition as the residual. Rows of both sides stay in their original
+    subtrees (same attributes; any column types), only doubles cross into Python.
+    ``indexed_is_lower`` is None for intervals, else the one-sided bound's direction.
+    Returns None (details say why) when the collected hulls exceed the byte budget.
+    """
+    import time
+
+    from pyspark.cloudpickle import register_pickle_by_value
+    from pyspark.sql import functions as F
+
+    from criss.joins import range_index
+
+    started = time.perf_counter()
+    lo_i, hi_i = indexed.keys()
+    lo, hi, nbytes = _collect_hulls(indexed.frame, lo_i, hi_i)
+    _, max_bytes = _index_limits(context)
+    details["index_collected_bytes"] = nbytes
+    if nbytes > max_bytes:
+        details["index_fallback"] = f"collected interval hulls {nbytes} B > {max_bytes} B"
+        return None
+    if indexed_is_lower is None:
+        index = range_index.build(lo, hi)
+    else:
+        index = range_index.build_one_sided(lo, indexed_is_lower)
+    sc = probe.frame.sparkSession.sparkContext
+    index_value, hulls_value = sc.broadcast(index.to_plain()), sc.broadcast((lo, hi))
+    details["index_build_s"] = round(time.perf_counter() - started, 3)
+    details["index_class_sizes"] = [len(c.rows) for c in index.classes]
+    details["index_distinct_hulls"] = len(lo)
+
+    # by value: workers run this module's code without importing Criss (a worktree or a
+    # cluster's executors may hold another version, or none)
+    register_pickle_by_value(range_index)
+    body = range_index.probe_batches
+
+    def pairs_of(batches):  # a closure: pickled with the broadcast handles it uses
+        return body(batches, index_value, hulls_value)
+
+    lo_p, hi_p = probe.keys()
+    hulls = (
+        probe.frame.select(lo_p.alias("__qlo"), hi_p.alias("__qhi"))
+        .where(F.col("__qlo").isNotNull())
+        .distinct()
+    )
+    pairs = hulls.mapInArrow(pairs_of, "__qlo double, __qhi double, __ilo double, __ihi double")
+    probed = probe.frame.withColumn("__plo", lo_p).withColumn("__phi", hi_p)
+    on_probe = (F.col("__plo") == F.col("__qlo")) & (F.col("__phi") == F.col("__qhi"))
+    rows = indexed.frame.withColumn("__klo", lo_i).withColumn("__khi", hi_i)
+    on_rows = (F.col("__ilo") == F.col("__klo")) & (F.col("__ihi") == F.col("__khi"))
+    return probed.join(pairs, on_probe).join(
+        F.broadcast(rows), on_rows & plan.condition_column(site.path)
+    )
+
+
+def _collect_hulls(frame: DataFrame, lo: Column, hi: Column) -> tuple[Any, Any, int]:
+    """The distinct non-NULL key hulls of one side as NumPy arrays, and their bytes."""
+    import numpy as np
+    from pyspark.sql import functions as F
+
+    arrow = (
+        frame.select(lo.alias("lo"), hi.alias("hi")).where(F.col("lo").isNotNull()).distinct()
+    ).toArrow()
+    lo_np = arrow.column(0).to_numpy().astype(np.float64, copy=False)
+    hi_np = arrow.column(1).to_numpy().astype(np.float64, copy=False)
+    return lo_np, hi_np, int(arrow.nbytes)
