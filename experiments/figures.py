@@ -115,6 +115,26 @@ def result_path(
 # --- analysis ------------------------------------------------------------------------------------
 
 
+def statement_keys(result: dict[str, Any]) -> list[str]:
+    """Which statement ran at each position (a repeat is the same statement again).
+
+    Older results lack the per-record statement hash: the seeded stream is regenerated.
+    """
+    queries = next(iter(result["modes"].values()))["queries"]
+    if all("statement" in q for q in queries):
+        return [q["statement"] for q in queries]
+    from experiments.streams import make_stream
+
+    stream = make_stream(
+        result["stream"],
+        result["queries"],
+        result["seed"],
+        result["sf"],
+        zipf_skew=result.get("zipf_skew") or 1.0,
+    )
+    return [item.sql for item in stream]
+
+
 def oracle_seconds(result: dict[str, Any]) -> float | None:
     """Perfect whole-query reuse from the measured times: each distinct statement costs its
     plain-Spark time once; every repeat costs the cheapest measured execution of it at that
@@ -123,10 +143,10 @@ def oracle_seconds(result: dict[str, Any]) -> float | None:
     if "spark" not in modes:
         return None
     others = [m for m in modes if m != "spark"]
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     total = 0.0
-    for i, record in enumerate(modes["spark"]["queries"]):
-        key = (record["query"], record["variant"])
+    plain = modes["spark"]["queries"]
+    for i, (key, record) in enumerate(zip(statement_keys(result), plain, strict=True)):
         if key not in seen:
             seen.add(key)
             total += record["seconds"]
@@ -135,12 +155,14 @@ def oracle_seconds(result: dict[str, Any]) -> float | None:
     return total
 
 
-def split_first_and_repeats(queries: list[dict[str, Any]]) -> tuple[float, float]:
+def split_first_and_repeats(
+    queries: list[dict[str, Any]], keys: list[str] | None = None
+) -> tuple[float, float]:
     """Seconds spent on first occurrences of a statement and on its repeats."""
-    seen: set[tuple[str, str]] = set()
+    keys = keys or [q.get("statement") or (q["query"], q["variant"]) for q in queries]
+    seen: set[Any] = set()
     first = repeats = 0.0
-    for record in queries:
-        key = (record["query"], record["variant"])
+    for key, record in zip(keys, queries, strict=True):
         if key in seen:
             repeats += record["seconds"]
         else:
@@ -168,9 +190,10 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     plain = modes["spark"]["total_seconds"]
     oracle = oracle_seconds(result)
     summary: dict[str, Any] = {"plain_seconds": plain, "oracle_seconds": oracle, "modes": {}}
+    keys = statement_keys(result)
     for mode, data in modes.items():
         total = data["total_seconds"]
-        first, repeats = split_first_and_repeats(data["queries"])
+        first, repeats = split_first_and_repeats(data["queries"], keys)
         row = {
             "total_seconds": round(total, 1),
             "speedup": round(plain / total, 3) if total else None,
@@ -373,11 +396,10 @@ def profile(result_file: Path, mode: str) -> None:
 
 def profile_text(result: dict[str, Any], mode: str = "criss") -> str:
     plain, mine = result["modes"]["spark"]["queries"], result["modes"][mode]["queries"]
-    seen: set[tuple[str, str]] = set()
+    seen: set[str] = set()
     lines = [f"{'query':<10}{'plain s':>9}{'Criss s':>9}{'plan s':>8}{'mat s':>8}  cached  written"]
     totals = {"first": [0.0, 0.0, 0.0, 0.0], "repeat": [0.0, 0.0, 0.0, 0.0]}
-    for a, b in zip(plain, mine, strict=True):
-        key = (a["query"], a["variant"])
+    for key, a, b in zip(statement_keys(result), plain, mine, strict=True):
         kind = "repeat" if key in seen else "first"
         seen.add(key)
         info = b.get("criss") or {}

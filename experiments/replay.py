@@ -121,6 +121,7 @@ def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
         "position": item.position,
         "query": f"Q{item.qid}",
         "variant": item.variant,
+        "statement": hashlib.sha256(item.sql.encode()).hexdigest()[:16],
         "seconds": round(seconds, 4),
         "rows": count,
         "checksum": checksum,

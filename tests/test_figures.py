@@ -14,12 +14,13 @@ from experiments.figures import (
     planning_ms,
     run_experiment,
     split_first_and_repeats,
+    statement_keys,
     summarize,
 )
 
 
 def _record(query, seconds, planning=None):
-    record = {"query": query, "variant": "orig", "seconds": seconds, "checksum": "x"}
+    record = {"query": query, "variant": "orig", "statement": query, "seconds": seconds}
     if planning is not None:
         record["criss"] = {"planning_seconds": planning}
     return record
@@ -53,6 +54,15 @@ def _result():
 
 def test_oracle_pays_each_statement_once_and_repeats_at_the_cheapest_measured_read():
     assert oracle_seconds(_result()) == pytest.approx(10 + 5 + 1 + 0.5)
+
+
+def test_statements_without_a_recorded_hash_are_regenerated_from_the_seeded_stream():
+    # no-repeat: the same query id recurs with a different no-op filter, so nothing repeats
+    result = {"stream": "no-repeat", "queries": 30, "seed": 5, "sf": 1.0}
+    records = [{"query": f"Q{i % 22 + 1}", "variant": "orig", "seconds": 1.0} for i in range(30)]
+    result["modes"] = {"spark": {"total_seconds": 30.0, "queries": records}}
+    assert len(set(statement_keys(result))) == 30
+    assert split_first_and_repeats(records, statement_keys(result)) == (30.0, 0.0)
 
 
 def test_summary_splits_first_occurrences_and_repeats_and_relates_to_the_oracle():
