@@ -53,13 +53,15 @@ _UNHASHABLE = ("float", "double")
 _KEPT = 8
 
 
-def bloom_fpp(items: int, bits: int) -> float:
-    """False-positive rate of a Bloom filter of ``bits`` bits holding ``items`` keys with
-    the hash count Spark picks (round(bits / items · ln 2), at least 1)."""
-    if items <= 0:
+def bloom_fpp(items: int, bits: int, inserted: int | None = None) -> float:
+    """False-positive rate of a Bloom filter of ``bits`` bits sized for ``items`` keys
+    (Spark's hash count: round(bits / items · ln 2), at least 1) holding ``inserted`` keys
+    (default ``items``; more when Spark's maxNumItems capped the expected count)."""
+    inserted = items if inserted is None else inserted
+    if items <= 0 or inserted <= 0:
         return 0.0
     hashes = max(1, round(bits / items * math.log(2)))
-    return (1 - math.exp(-hashes * items / bits)) ** hashes
+    return (1 - math.exp(-hashes * inserted / bits)) ** hashes
 
 
 class BloomJoin:
@@ -128,7 +130,7 @@ class BloomJoin:
             frames["right"], plan.condition_column(site.path), how[site.join_type]
         )
 
-        fpp = bloom_fpp(items, bits)
+        fpp = bloom_fpp(items, bits, stats["keys"])
         survival = stats["survival"]
         surviving = round(stats["big_rows"] * (survival + fpp * (1 - survival)))
         details = decision.details | {
