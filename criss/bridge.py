@@ -8,6 +8,7 @@ walking JVM objects call by call.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -65,6 +66,10 @@ class CatalystBridge:
         self._none = jvm.scala.Option.empty()
         self._empty = self.seq([])
         self._read_plans: dict[tuple[str, tuple[str, ...]], Any] = {}
+        #: Bloom filter literals by content digest, and their JSON identity ("[B@hash":
+        #: a byte array's toString) → "bloom:<digest>", so captured plans name them by content.
+        self._bloom_literals: dict[str, Any] = {}
+        self._binary_names: dict[str, str] = {}
 
     def seq(self, items: list[Any]) -> Any:
         """A Scala Seq from a Python list."""
@@ -178,6 +183,26 @@ class CatalystBridge:
         node = self.jvm.org.apache.spark.sql.classic.ExpressionColumnNode.apply(expression)
         return Column(self.jvm.org.apache.spark.sql.Column(node))
 
+    def bloom_literal(self, bloom: bytes) -> Any:
+        """A BINARY Literal holding ``bloom``, one per content (so plans reusing a filter are
+        equal). Catalyst's JSON shows a byte array as "[B@<identity hash>", unstable and
+        possibly colliding, so ``capture`` renames it by the content's SHA-256."""
+        digest = hashlib.sha256(bloom).hexdigest()
+        literal = self._bloom_literals.pop(digest, None)
+        if literal is None:
+            types = self.jvm.org.apache.spark.sql.types.DataTypes
+            E = self.jvm.org.apache.spark.sql.catalyst.expressions
+            literal = E.Literal.create(bytearray(bloom), types.BinaryType)
+            identity = json.loads(literal.toJSON())[0]["value"]
+            if self._binary_names.get(identity, f"bloom:{digest}") != f"bloom:{digest}":
+                raise BridgeError("Bloom filter literal identity collides with a live one")
+            self._binary_names[identity] = f"bloom:{digest}"
+        self._bloom_literals[digest] = literal
+        while len(self._bloom_literals) > _BLOOM_LITERALS_KEPT:
+            old = self._bloom_literals.pop(next(iter(self._bloom_literals)))
+            self._binary_names.pop(json.loads(old.toJSON())[0]["value"], None)
+        return literal
+
     def dataframe_of(self, plan: Any) -> DataFrame:
         """Wrap a JVM logical plan as a PySpark DataFrame (Spark re-analyzes and re-optimizes)."""
         from pyspark.sql import DataFrame
@@ -278,6 +303,10 @@ class _temporary_conf:
                 self.spark.conf.set(key, value)
 
 
+#: A byte array's value in Catalyst JSON: "[B@" + identity hash.
+_BINARY_VALUE = re.compile(r'"value":"(\[B@[0-9a-f]+)"')
+
+
 class CapturedPlan:
     """An optimized logical plan held in the JVM, plus its plain-Python twin for ``qtree``."""
 
@@ -285,7 +314,12 @@ class CapturedPlan:
         self.bridge = bridge
         try:
             self.root = df._jdf.queryExecution().optimizedPlan()
-            raw = json.loads(self.root.canonicalized().toJSON())
+            text = self.root.canonicalized().toJSON()
+            if '"[B@' in text and bridge._binary_names:
+                text = _BINARY_VALUE.sub(
+                    lambda m: '"value":"' + bridge._binary_names.get(m[1], m[1]) + '"', text
+                )
+            raw = json.loads(text)
             tree = tree_from_catalyst_json(raw)
             self.tree = self._annotate(tree)
         except BridgeError:
@@ -536,6 +570,79 @@ def operator_names(plan: JoinPlan, path: tuple[int, ...]) -> list[str]:
         node = node.children().apply(index)
         names.append(str(node.getClass().getSimpleName()))
     return names
+
+
+# -- join rewrites: Bloom filters (criss.joins.bloom) --
+#
+# Spark 4's own runtime-filter expressions (InjectRuntimeFilter builds the same ones):
+# BloomFilterAggregate over xxhash64 of the keys (a partial filter per partition, merged by
+# the aggregate: one job, one binary value) and BloomFilterMightContain probing it.
+
+_BLOOM_MAX_BITS = "spark.sql.optimizer.runtime.bloomFilter.maxNumBits"
+_BLOOM_MAX_ITEMS = "spark.sql.optimizer.runtime.bloomFilter.maxNumItems"
+#: Bloom literals kept alive (and content-named in captured plans), most recent last.
+_BLOOM_LITERALS_KEPT = 16
+
+
+def _expressions(plan: JoinPlan, path: tuple[int, ...], expr_paths: list[tuple[int, ...]]) -> Any:
+    """The join condition's sub-expressions at ``expr_paths`` as a Scala Seq."""
+    found = []
+    for expr_path in expr_paths:
+        expr = plan.node_at(path).condition().get()
+        for index in expr_path:
+            expr = expr.children().apply(index)
+        found.append(expr)
+    return plan.bridge.seq(found)
+
+
+def _long_literal(bridge: CatalystBridge, value: int) -> Any:
+    """A foldable LONG expression (py4j hands small ints over as Integer, which a LONG
+    Literal rejects, so an INT literal cast to LONG)."""
+    E = bridge.jvm.org.apache.spark.sql.catalyst.expressions
+    types = bridge.jvm.org.apache.spark.sql.types.DataTypes
+    literal = E.Literal.create(int(value), types.IntegerType)
+    return E.Cast(literal, types.LongType, bridge._none, E.EvalMode.LEGACY())
+
+
+def bloom_limits(bridge: CatalystBridge) -> tuple[int, int]:
+    """Spark's caps on a Bloom filter aggregate: (max bits, max expected items)."""
+    conf = bridge.spark.conf
+    return int(conf.get(_BLOOM_MAX_BITS, "67108864")), int(conf.get(_BLOOM_MAX_ITEMS, "4000000"))
+
+
+def build_bloom_filter(
+    plan: JoinPlan,
+    path: tuple[int, ...],
+    which: str,
+    expr_paths: list[tuple[int, ...]],
+    items: int,
+    bits: int,
+) -> bytes | None:
+    """Serialized Bloom filter of xxhash64 of the key tuple of the join's ``which`` input,
+    over its rows whose keys are all non-NULL (NULL never equals anything). Built
+    distributed by ``BloomFilterAggregate``: one job; None when no row has keys."""
+    bridge = plan.bridge
+    E = bridge.jvm.org.apache.spark.sql.catalyst.expressions
+    keys = _expressions(plan, path, expr_paths)
+    aggregate = E.aggregate.BloomFilterAggregate(
+        E.XxHash64(keys), _long_literal(bridge, items), _long_literal(bridge, bits)
+    ).toAggregateExpression()
+    frame = plan.side(path, which)
+    columns = [bridge.column(keys.apply(i)) for i in range(keys.size())]
+    frame = frame.where(functools.reduce(lambda a, b: a & b, [c.isNotNull() for c in columns]))
+    value = frame.agg(bridge.column(aggregate).alias("bloom")).first()[0]
+    return bytes(value) if value is not None else None
+
+
+def bloom_might_contain(
+    plan: JoinPlan, path: tuple[int, ...], expr_paths: list[tuple[int, ...]], bloom: bytes
+) -> Column:
+    """``might_contain(bloom, xxhash64(keys))`` over the join's other input's key tuple."""
+    bridge = plan.bridge
+    E = bridge.jvm.org.apache.spark.sql.catalyst.expressions
+    hashed = E.XxHash64(_expressions(plan, path, expr_paths))
+    probe = E.BloomFilterMightContain(bridge.bloom_literal(bloom), hashed)
+    return bridge.column(probe)
 
 
 # --- plan inspection used by experiments ------------------------------------------------------

@@ -218,3 +218,118 @@ def test_bloom_error_rate_minimises_the_papers_cost_model():
     assert cost(p) <= min(cost(p * 1.5), cost(p / 1.5))
     # more rows to filter out: a more precise (bigger) filter pays
     assert policy.bloom_error_rate(keys, 10 * filterable, width, parts) < p
+
+
+# --- Bloom join -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def bloom_forced(forced, monkeypatch):
+    """No exact key set is small enough to broadcast: the prefilter declines, Bloom decides."""
+    monkeypatch.setattr(policy, "MAX_EXACT_KEY_BYTES", -1)
+
+
+def planned(cs, df) -> str:
+    """The optimized plan Criss ran for ``df`` (after its join rewrites)."""
+    return str(cs._records[df].captured.root.toString())
+
+
+def bloom_choice(cs, df):
+    return next(c for c in cs._records[df].joins if c.optimization == "bloom_join")
+
+
+def test_bloom_join_applied_and_equal(shuffle_joins, bloom_forced, tmp_path):
+    spark = shuffle_joins
+    cs = session(spark, tmp_path, runtime_filters=False)
+    df = cs.sql(ORDERS_1PCT)
+    assert_same_rows(df.collect(), spark.sql(ORDERS_1PCT).collect())
+    lines = joins_lines(cs, df)
+    assert any("semi_prefilter not applied" in ln and "too many" in ln for ln in lines), lines
+    applied = [ln for ln in lines if "bloom_join APPLIED" in ln]
+    assert applied and "fpp" in applied[0] and "bits" in applied[0], lines
+    choice = bloom_choice(cs, df)
+    d = choice.details
+    assert d["filtered"] == "right" and d["keys"] == "l_orderkey"
+    assert 0 < d["fpp"] < 0.01 and d["bits"] >= 64 and d["filter_bytes"] > 0
+    assert d["survival"] < 0.05 < 0.2 and d["expected_surviving_rows"] < 0.05 * d["big_rows"]
+    assert d["est_bloom_s"] < d["est_plain_s"]
+    assert "might_contain" in planned(cs, df)
+    counters = cs.report()["counters"]
+    assert counters["joins_bloom_join"] == 1 and counters["bloom_filters_built"] == 1
+
+
+def test_bloom_join_repeat_reuses_filter_and_plan(shuffle_joins, bloom_forced, tmp_path):
+    spark = shuffle_joins
+    cs = session(spark, tmp_path, runtime_filters=False)
+    first = cs.sql(ORDERS_1PCT)
+    first.collect()
+    again = cs.sql(ORDERS_1PCT)
+    assert_same_rows(again.collect(), spark.sql(ORDERS_1PCT).collect())
+    counters = cs.report()["counters"]
+    assert counters["bloom_filters_built"] == 1 and counters["bloom_filters_reused"] == 1
+    # the filter literal is named by content in captured plans: both queries' trees equal
+    fingerprints = [cs._records[d].captured.tree.fingerprint for d in (first, again)]
+    assert fingerprints[0] == fingerprints[1]
+    tree = cs._records[again].captured.tree
+    args = " ".join(repr(n.args) for n in tree.walk())
+    assert "bloom:" in args and "[B@" not in args, "filter literal not named by its content"
+
+
+def test_bloom_join_off_and_exact_prefilter_preferred(shuffle_joins, forced, tmp_path):
+    spark = shuffle_joins
+    # small exact key set: the prefilter wins, Bloom is not even considered
+    cs = session(spark, tmp_path / "a", runtime_filters=False)
+    df = cs.sql(ORDERS_1PCT)
+    lines = joins_lines(cs, df)
+    assert any("semi_prefilter APPLIED" in ln for ln in lines), lines
+    assert not any("bloom_join" in ln for ln in lines), lines
+    # option off: with the exact set too big nothing is applied
+    policy_max = policy.MAX_EXACT_KEY_BYTES
+    try:
+        policy.MAX_EXACT_KEY_BYTES = -1
+        cs = session(spark, tmp_path / "b", runtime_filters=False, bloom_join=False)
+        df = cs.sql(ORDERS_1PCT)
+        assert_same_rows(df.collect(), spark.sql(ORDERS_1PCT).collect())
+        lines = joins_lines(cs, df)
+        assert not any("APPLIED" in ln or "bloom_join" in ln for ln in lines), lines
+        assert "might_contain" not in planned(cs, df)
+    finally:
+        policy.MAX_EXACT_KEY_BYTES = policy_max
+
+
+def test_bloom_join_not_applied_at_high_selectivity(shuffle_joins, bloom_forced, tmp_path):
+    spark = shuffle_joins
+    cs = session(spark, tmp_path, runtime_filters=False)
+    sql = ORDERS_1PCT.replace("1992-01-25", "1999-01-01")
+    df = cs.sql(sql)
+    assert_same_rows(df.collect(), spark.sql(sql).collect())
+    lines = joins_lines(cs, df)
+    assert any("bloom_join not applied" in ln and "100% of big rows" in ln for ln in lines), lines
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select * from jf_big b join jf_small s on b.k = s.k",
+        "select * from jf_small s left join jf_big b on b.k = s.k",
+        "select * from jf_big b right join jf_small s on b.k = s.k",
+        "select * from jf_big b join jf_small s on b.k = s.k and b.v > s.w",
+        "select * from jf_big b join jf_small s on b.k = s.k and b.v % 3 = s.w % 3",
+        "select * from jf_big b join jf_empty s on b.k = s.k",
+        "select * from jf_big b left join jf_small s on b.k = s.k",
+    ],
+)
+def test_bloom_join_null_duplicate_and_empty_keys(
+    shuffle_joins, bloom_forced, keyed_tables, sql, tmp_path
+):
+    spark = shuffle_joins
+    cs = session(spark, tmp_path, runtime_filters=False)
+    df = cs.sql(sql)
+    assert_same_rows(df.collect(), spark.sql(sql).collect())
+    lines = joins_lines(cs, df)
+    if sql.startswith("select * from jf_big b left join"):
+        assert not any("APPLIED" in ln for ln in lines), lines
+    else:
+        assert any("bloom_join APPLIED" in ln for ln in lines), lines
+        if "jf_empty" in sql:
+            assert bloom_choice(cs, df).details["filter_bytes"] == 0

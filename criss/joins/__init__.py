@@ -135,13 +135,15 @@ def _node_at(tree: PlanNode, path: tuple[int, ...]) -> PlanNode:
 
 def _registry() -> tuple[JoinOptimization, ...]:
     """Optimizations in the order they are tried on each join (the first that applies wins)."""
+    from criss.joins.bloom import BloomJoin
     from criss.joins.prefilter import SemiPrefilter
     from criss.joins.range import RangeJoin
     from criss.joins.runtime import RuntimeFilters
 
     # A range join has no equi keys, the filters need them: at most one kind applies.
     # Runtime (LIP) filters before the prefilter: at a star's lowest join they include it.
-    return (RangeJoin(), RuntimeFilters(), SemiPrefilter())
+    # The Bloom join after the prefilter: it is only tried where the exact key set declined.
+    return (RangeJoin(), RuntimeFilters(), SemiPrefilter(), BloomJoin())
 
 
 class JoinOptimizer:

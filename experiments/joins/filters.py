@@ -128,6 +128,8 @@ def run_case(
             algo, patch = variant, {}
             if variant.endswith("_forced"):
                 algo, patch = variant.removesuffix("_forced"), dict(FORCED)
+                if algo == "bloom_join":  # no exact key set may be broadcast: Bloom decides
+                    patch["MAX_EXACT_KEY_BYTES"] = -1
             elif "_w" in variant:
                 algo, w = variant.split("_w")
                 patch = dict(FORCED, PARALLELISM_W=None if w == "none" else int(w))
@@ -194,8 +196,9 @@ def main(argv: list[str] | None = None) -> None:
         "join": [],
         "star": None,
         "parallelism": None,
+        "bloom": None,
     }
-    algos = ["semi_prefilter"]  # bloom_join is not implemented yet
+    algos = ["semi_prefilter", "bloom_join"]
     if "join" in parts:
         for wide in (False, True):
             for fraction in (float(f) for f in args.fractions.split(",")):
@@ -216,6 +219,16 @@ def main(argv: list[str] | None = None) -> None:
             "sql": sql,
             "runs": run_case(spark, sessions, sql, args.repeats, variants),
         }
+    if "bloom" in parts:
+        # SF1 orders(10 %, 50 %) ⋈ wide lineitem: plain, exact prefilter, Bloom filter
+        runs: dict[str, Any] = {}
+        for fraction in (0.1, 0.5):
+            sql = join_query(fraction, True)
+            print(f"Bloom join: orders {fraction:.0%} ⋈ lineitem (wide)", flush=True)
+            variants = ["spark", "semi_prefilter_forced", "bloom_join", "bloom_join_forced"]
+            case = run_case(spark, sessions, sql, args.repeats, variants)
+            runs |= {f"{fraction:.0%} {v}": r for v, r in case.items()}
+        result["bloom"] = {"sql": join_query(0.1, True), "runs": runs}
     if "star" in parts:
         print("star join lineitem ⋈ orders ⋈ part ⋈ supplier", flush=True)
         variants = ["spark", "spark_lowered", "semi_prefilter", "runtime_filters"]
@@ -226,7 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.out.exists():
         previous = json.loads(args.out.read_text())
-        for key in ("join", "star", "parallelism"):
+        for key in ("join", "star", "parallelism", "bloom"):
             if not result[key] and previous.get(key):
                 result[key] = previous[key]
     args.out.write_text(json.dumps(result, indent=1, default=str))
@@ -242,7 +255,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
 
     panels = [(w, [c for c in result["join"] if c["wide"] == w]) for w in (False, True)]
     panels = [(w, cases) for w, cases in panels if cases]
-    extra = [k for k in ("star", "parallelism") if result.get(k)]
+    extra = [k for k in ("star", "parallelism", "bloom") if result.get(k)]
     fig, axes = plt.subplots(
         1, len(panels) + len(extra), figsize=(6 * (len(panels) + len(extra)), 4.5)
     )
@@ -266,7 +279,12 @@ def plot(result: dict[str, Any], path: Path) -> None:
         ax.bar(range(len(runs)), [r["median_s"] for r in runs.values()])
         ax.set_xticks(range(len(runs)))
         ax.set_xticklabels(list(runs), rotation=30, ha="right", fontsize=7)
-        ax.set_title("star join (Q8-style)" if key == "star" else "prefilter, w × cores partitions")
+        titles = {
+            "star": "star join (Q8-style)",
+            "parallelism": "prefilter, w × cores partitions",
+            "bloom": "orders(10 %/50 %) ⋈ wide lineitem: exact vs Bloom",
+        }
+        ax.set_title(titles[key])
         ax.set_ylabel("median seconds")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
