@@ -321,14 +321,19 @@ class CapturedPlan:
                 )
             raw = json.loads(text)
             tree = tree_from_catalyst_json(raw)
-            self.tree = self._annotate(tree)
+            self.tree = self._annotate(tree, unnamed_binary='"[B@' in text)
         except BridgeError:
             raise
         except Exception as exc:  # py4j errors carry the JVM exception text
             raise BridgeError(f"cannot capture the optimized plan: {exc}") from exc
 
-    def _annotate(self, tree: PlanNode) -> PlanNode:
-        """Add what canonical JSON lacks: determinism and the identity of file relations."""
+    def _annotate(self, tree: PlanNode, unnamed_binary: bool = False) -> PlanNode:
+        """Add what canonical JSON lacks: determinism and the identity of file relations.
+
+        A binary literal Criss did not name by content serialises as "[B@<identity hash>":
+        the same bytes differ between runs and different bytes may collide, so an operator
+        holding one is never cached or matched.
+        """
         leaves = self.root.collectLeaves()
         jleaves = [leaves.apply(i) for i in range(leaves.size())]
         if len(jleaves) != sum(1 for _ in tree.leaves()):
@@ -343,10 +348,14 @@ class CapturedPlan:
 
         def visit(node: PlanNode) -> PlanNode:
             children = tuple(visit(c) for c in node.children)
+            binary = unnamed_binary and '"[B@' in json.dumps(node.args)
             return node.with_(
                 children=children,
                 deterministic=node.path not in nondeterministic,
                 relation=identities.get(node.path),
+                uncacheable=(
+                    "binary literal without a stable identity" if binary else node.uncacheable
+                ),
             )
 
         return visit(tree)

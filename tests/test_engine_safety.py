@@ -218,3 +218,17 @@ def test_dry_run_decides_like_a_real_run_but_changes_nothing(tpch, tmp_path):
     dry = criss.session(tpch, home=str(tmp_path / "h"), dry_run=True)
     assert "WOULD REUSE entry" in dry.explain(dry.sql(AGG))
     dry.close()
+
+
+def test_binary_literals_without_a_stable_identity_are_never_cached(tpch, cs):
+    # Catalyst serialises a byte array as "[B@<identity hash>": no content, no stable key
+    sql = (
+        "select o_orderpriority, count(*) from orders "
+        "where cast(o_orderpriority as binary) <> X'00' group by 1"
+    )
+    for _ in range(2):
+        rows, summary = _run(cs, sql)
+        assert_same_rows(rows, tpch.sql(sql).collect())
+        assert summary.get("operators_cached", 0) == 0
+        assert summary.get("operators_reused", 0) == 0
+    assert "binary literal without a stable identity" in cs.explain(cs.sql(sql))
