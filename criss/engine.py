@@ -307,7 +307,12 @@ class _Planner:
     def run(self) -> DataFrame:
         captured = self.s.bridge.capture(self.df)
         tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
-        optimized = self._optimize_joins(self.df, captured, tree)
+        if not self.record.dry_run:
+            self._invalidate_stale(tree)  # before any lookup: stale entries are gone
+        # joins inside a subtree the cache serves as it is are left alone: rewriting them
+        # would change its fingerprint and lose the reuse
+        covered = [] if self._stale(tree) else [r.path for r in self._reusable(tree)]
+        optimized = self._optimize_joins(self.df, captured, tree, covered)
         if optimized is not self.df:  # Criss caches and reuses the improved plan
             self.df = optimized
             captured = self.s.bridge.capture(self.df)
@@ -315,7 +320,6 @@ class _Planner:
         self.record.captured = captured
         if self.record.dry_run:
             return self._dry_run(tree)
-        self._invalidate_stale(tree)
         observations = self.s.qtree.observe(tree)
         for r in self._reusable(tree):
             served = self._serve(captured, r)
@@ -332,11 +336,17 @@ class _Planner:
         bridge = self.s.bridge
         return bridge.dataframe_of(bridge.substitute(captured, self.replacements))
 
-    def _optimize_joins(self, df: DataFrame, captured: CapturedPlan, tree: PlanNode) -> DataFrame:
+    def _optimize_joins(
+        self,
+        df: DataFrame,
+        captured: CapturedPlan,
+        tree: PlanNode,
+        covered: list[tuple[int, ...]],
+    ) -> DataFrame:
         """Apply the join optimizations; a failure among them only costs their speed-up."""
         try:
             optimized, self.record.joins = self.s.joins.optimize(
-                df, self.record.counters, captured, tree
+                df, self.record.counters, captured, tree, covered
             )
             return optimized
         except (CrissError, OSError, ValueError) as exc:
@@ -349,11 +359,18 @@ class _Planner:
         self.record.counters["join_failures"] += 1
         return df
 
+    def _stale(self, tree: PlanNode) -> bool:
+        """Whether a relation ``tree`` reads has changed since the QTree saw it (a dry run
+        leaves such entries in place; a real run has dropped them already)."""
+        if not self.record.dry_run:
+            return False
+        relations = {n.relation["key"]: n.relation["version"] for n in tree.leaves() if n.relation}
+        return bool(self.s.qtree.stale_relations(relations))
+
     def _dry_run(self, tree: PlanNode) -> DataFrame:
         """Decide as a real run would, without caching, pinning or recording anything."""
-        relations = {n.relation["key"]: n.relation["version"] for n in tree.leaves() if n.relation}
         observations = self.s.qtree.peek(tree)
-        if not self.s.qtree.stale_relations(relations):  # stale entries would be dropped first
+        if not self._stale(tree):  # stale entries would be dropped first
             for r in self._reusable(tree):
                 entry = self.entries[r.fingerprint]
                 self.reuse_rules[r.path] = r

@@ -333,3 +333,18 @@ def test_bloom_join_null_duplicate_and_empty_keys(
         assert any("bloom_join APPLIED" in ln for ln in lines), lines
         if "jf_empty" in sql:
             assert bloom_choice(cs, df).details["filter_bytes"] == 0
+
+
+def test_a_cached_result_is_reused_not_rewritten(shuffle_joins, forced, tmp_path):
+    """The first run caches the result before the join inputs were measured (min_ref=2); the
+    repeat must read that result, not rewrite the join (which would change its fingerprint)."""
+    spark = shuffle_joins
+    cs = criss.session(spark, home=tmp_path / "home", min_ref=2, eager_results=True, **FAST)
+    first = cs.sql(ORDERS_1PCT)
+    assert_same_rows(first.collect(), spark.sql(ORDERS_1PCT).collect())
+    assert not any("APPLIED" in ln for ln in joins_lines(cs, first))
+    again = cs.sql(ORDERS_1PCT)
+    assert_same_rows(again.collect(), spark.sql(ORDERS_1PCT).collect())
+    assert cs.last_query_summary().get("operators_reused", 0) >= 1
+    assert joins_lines(cs, again) == []  # the joins lie inside the reused result
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0

@@ -154,12 +154,18 @@ class JoinOptimizer:
         self.optimizations = tuple(o for o in _registry() if getattr(session.options, o.name, True))
 
     def optimize(
-        self, df: DataFrame, counters: Any, captured: CapturedPlan, tree: PlanNode
+        self,
+        df: DataFrame,
+        counters: Any,
+        captured: CapturedPlan,
+        tree: PlanNode,
+        covered: list[tuple[int, ...]] = (),
     ) -> tuple[DataFrame, list[JoinChoice]]:
         """``df`` with its joins improved (or ``df`` itself), and every choice made.
 
         ``captured``/``tree`` are the query's capture and canonical tree: join inputs'
         fingerprints and statistics come from them instead of capturing each input again.
+        Joins under a path in ``covered`` (subtrees the cache serves) are left alone.
         """
         if not self.optimizations:
             return df, []
@@ -169,6 +175,8 @@ class JoinOptimizer:
         context = JoinContext(self.session, counters, tree)
         choices: list[JoinChoice] = []
         for site in sorted(plan.sites, key=lambda s: -len(s.path)):  # innermost first
+            if any(site.path[: len(p)] == p for p in covered):
+                continue
             for optimization in self.optimizations:
                 replacement, choice = optimization.apply(plan, site, context)
                 if choice is not None:
