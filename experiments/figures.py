@@ -5,6 +5,7 @@
     python -m experiments.figures run fig10       # benefit model: Criss vs Recycler
     python -m experiments.figures run fig14       # reuse granularity: partition vs operator
     python -m experiments.figures run overhead    # no-repeat stream + planning overhead
+    python -m experiments.figures run pressure    # fig10 + fig14 side by side in one run
     python -m experiments.figures plot            # redraw every PNG from the committed JSON
 
 Each experiment is one or more side-by-side replays (``experiments.replay``): plain Spark and
@@ -94,6 +95,22 @@ EXPERIMENTS = {
                 "criss-operator": {**TIGHT_CACHE, "granularity": "operator"},
             },
             {"spark": "plain Spark", "criss": "partition", "criss-operator": "operator"},
+        ),
+        Experiment(
+            "pressure",
+            "Figs. 10 and 14 in one run: benefit model and granularity under a tight cache",
+            ("random-v",),
+            {
+                "criss": dict(TIGHT_CACHE),
+                "criss-recycler": {**TIGHT_CACHE, "policy": "recycler"},
+                "criss-operator": {**TIGHT_CACHE, "granularity": "operator"},
+            },
+            {
+                "spark": "plain Spark",
+                "criss": "Criss (benefit, partition)",
+                "criss-recycler": "Recycler",
+                "criss-operator": "operator granularity",
+            },
         ),
         Experiment(
             "overhead",
