@@ -331,3 +331,13 @@ def test_detection_needs_both_directions():
     assert found is not None and found.point_side == "left" and found.kind == "point"
     assert found.ends["right"][0].expr == s and found.ends["right"][1].expr == e
     assert detect_range(cmp("GreaterThanOrEqual", p, s), {1}, {2, 3}) is None
+
+
+def test_dataframe_api_joins_are_rewritten_too(cs, views):
+    points, intervals = views.table("rj_points"), views.table("rj_intervals")
+    built = points.join(
+        intervals, (points.p >= intervals.s) & (points.p <= intervals.e), "left"
+    ).select("pid", "iid")
+    got = cs.dataframe(built)
+    assert_same_rows(got.collect(), built.collect())
+    assert "range_join APPLIED" in cs.explain(got), cs.explain(got)
