@@ -341,3 +341,13 @@ def test_dataframe_api_joins_are_rewritten_too(cs, views):
     got = cs.dataframe(built)
     assert_same_rows(got.collect(), built.collect())
     assert "range_join APPLIED" in cs.explain(got), cs.explain(got)
+
+
+def test_a_repeated_query_probes_the_index_it_built(forced_index, tmp_path):
+    cs = criss.session(forced_index, home=tmp_path, **NO_CACHING)
+    query = "select pid, iid from rj_points join rj_intervals on p between s and e"
+    for _ in range(2):
+        _check(cs, forced_index, query)
+    counters = cs.report()["counters"]
+    assert counters["range_indexes_built"] == 1
+    assert counters["range_indexes_reused"] == 1
