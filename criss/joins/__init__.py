@@ -3,8 +3,9 @@
 Each optimization is a :class:`JoinOptimization`: given one query's :class:`JoinPlan` it
 returns replacement DataFrames for the joins it improves, and a :class:`JoinChoice` for
 every join it considered (chosen or not, and why), which ``cs.explain()`` shows. They run
-in ``OPTIMIZATIONS`` order before Criss matches the query against the QTree, so cached
-operators are computed with the improved joins; each can be switched off by its option.
+in ``_registry()`` order on the query's first capture, before it is matched against the
+QTree (joins inside a subtree the cache already serves are skipped), so cached operators
+are computed with the improved joins; each can be switched off by its option.
 
 The pattern detection lives in ``qtree.joins`` (pure functions over plain expression
 trees), the cost decisions in ``policies.joins`` (numbers in, decisions out); modules here
