@@ -12,6 +12,7 @@ import functools
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -230,6 +231,8 @@ class PartitionedResult:
                 physical = qe.executedPlan()
                 if physical.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
                     physical = physical.executedPlan()  # the final plan, now that it has run
+                self._query_execution, self._physical = qe, physical
+                self.row_width = int(df._jdf.schema().defaultSize())
                 plan_text = str(physical.toString())
                 # e.g. ShuffledRowRDDPartition(0,CoalescedPartitionSpec(0,8,Some(161408)))
                 specs = [str(p.toString()) for p in self.rdd.partitions()]
@@ -239,6 +242,7 @@ class PartitionedResult:
             if type(exc).__module__.startswith(("py4j", "pyspark")):
                 raise BridgeError(f"cannot prepare the operator's result: {exc}") from exc
             raise
+        self.df = df
         self.num_partitions = int(self.rdd.getNumPartitions())
         self.layout = hashlib.sha256(
             json.dumps(
@@ -275,6 +279,126 @@ class PartitionedResult:
         schema = jvm.org.apache.spark.sql.types.DataType.fromJson(self.schema_json)
         spark = self.bridge.spark
         return DataFrame(spark._jsparkSession.internalCreateDataFrame(rdd, schema, False), spark)
+
+    def operator_metrics(self) -> dict[tuple[int, ...], OperatorMetrics]:
+        """What each operator of the plan did, once the write job has run (see OperatorMetrics).
+
+        Keyed by path in the optimized plan of ``self.df`` (capture it for fingerprints).
+        """
+        try:
+            return _operator_metrics(self.bridge, self._query_execution, self._physical)
+        except Exception as exc:
+            if type(exc).__module__.startswith(("py4j", "pyspark")):
+                raise BridgeError(f"cannot read the executed plan's metrics: {exc}") from exc
+            raise
+
+
+@dataclass
+class OperatorMetrics:
+    """One logical operator as it executed: rows out (None if no physical operator counted
+    them), task seconds spent in its own physical operators (not its children's), and the
+    default byte width of its output row."""
+
+    rows: int | None = None
+    task_seconds: float = 0.0
+    row_width: int = 0
+
+
+#: SQLMetric.toString: "SQLMetric(id: 12, name: Some(number of output rows), value: 57)".
+_METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: (?:Some\([^)]*\)|None), value: (-?\d+)\)")
+#: Metrics that time work (ms unless named in _NANOSECOND_METRICS); WholeStageCodegen's
+#: pipelineTime includes the pipelines nested below it in the same stage, hence the
+#: subtraction in _operator_metrics.
+_TIME_METRICS = {"pipelineTime", "collectTime", "buildTime", "shuffleWriteTime"}
+_NANOSECOND_METRICS = {"shuffleWriteTime"}
+#: Physical nodes past which a pipeline does not continue (stage and exchange boundaries).
+_PIPELINE_BREAKERS = ("Exchange", "QueryStageExec", "AdaptiveSparkPlanExec")
+
+
+def _operator_metrics(
+    bridge: CatalystBridge, qe: Any, physical: Any
+) -> dict[tuple[int, ...], OperatorMetrics]:
+    """Map the executed physical plan's SQL metrics back to logical operators.
+
+    A physical node's ``logicalLink`` is an operator of the optimized plan, or, where AQE
+    re-planned above finished stages, an operator over ``LogicalQueryStage``s; such links
+    are matched after putting each stage's logical plan back in its place. Rows come from
+    the topmost physical node of an operator (a final aggregate, not its partial one).
+    """
+    paths = bridge.jvm.java.util.HashMap()
+    logical: dict[tuple[int, ...], Any] = {}
+    stack = [(qe.optimizedPlan(), ())]
+    while stack:
+        node, path = stack.pop()
+        logical[path] = node
+        paths.put(node, ",".join(map(str, path)))
+        kids = node.children()
+        stack.extend((kids.apply(i), (*path, i)) for i in range(kids.size()))
+
+    def restored(node: Any) -> Any:
+        if node.getClass().getSimpleName() == "LogicalQueryStage":
+            return node.logicalPlan()
+        kids = node.children()
+        return node.withNewChildren(
+            bridge.seq([restored(kids.apply(i)) for i in range(kids.size())])
+        )
+
+    def path_of(p: Any) -> tuple[int, ...] | None:
+        link = p.logicalLink()
+        if not link.isDefined():
+            return None
+        key = paths.get(link.get())
+        if key is None:
+            key = paths.get(restored(link.get()))
+        return None if key is None else tuple(int(i) for i in key.split(",") if i)
+
+    found: dict[tuple[int, ...], OperatorMetrics] = {}
+
+    def visit(p: Any, enclosing: list[float] | None) -> tuple[int, ...] | None:
+        """Record ``p``'s metrics; return the operator it belongs to (its own or its child's).
+
+        ``enclosing`` collects the times of pipelines nested in the one above ``p`` (in the
+        same stage), which that pipeline's own time includes.
+        """
+        name = p.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            return visit(p.executedPlan(), None)
+        if name.endswith("QueryStageExec"):
+            return visit(p.plan(), None)
+        if name == "ReusedExchangeExec":
+            return None  # counted where the exchange first ran
+        metrics = {k: int(v) for k, v in _METRIC.findall(str(p.metrics().toString()))}
+        seconds = sum(
+            v / (1e9 if k in _NANOSECOND_METRICS else 1e3)
+            for k, v in metrics.items()
+            if k in _TIME_METRICS
+        )
+        kids = p.children()
+        if name == "WholeStageCodegenExec":
+            nested: list[float] = []
+            path = visit(kids.apply(0), nested)
+            if enclosing is not None:
+                enclosing.append(seconds)
+            if path is not None:
+                found.setdefault(path, OperatorMetrics()).task_seconds += max(
+                    seconds - sum(nested), 0.0
+                )
+            return path
+        inner = None if name.endswith(_PIPELINE_BREAKERS) else enclosing
+        child_paths = [visit(kids.apply(i), inner) for i in range(kids.size())]
+        path = path_of(p) or next((c for c in child_paths if c is not None), None)
+        if path is None:
+            return None
+        entry = found.setdefault(path, OperatorMetrics())
+        if "numOutputRows" in metrics:
+            entry.rows = metrics["numOutputRows"]  # visited after its children: topmost wins
+        entry.task_seconds += seconds
+        return path
+
+    visit(physical, None)
+    for path, entry in found.items():
+        entry.row_width = int(logical[path].schema().defaultSize())
+    return found
 
 
 def normalize_physical_plan(text: str) -> str:

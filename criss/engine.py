@@ -12,6 +12,7 @@ import time
 import warnings
 import weakref
 from collections import Counter
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -35,7 +36,7 @@ from qtree.rewrite import (
     storable,
     unprojected_scan,
 )
-from qtree.tree import Observation
+from qtree.tree import EXECUTED_PLAN, Observation
 from storage.cache import StoreResult, remove_staging, staged_bytes
 from storage.catalog import EntryRecord
 from storage.tiers import make_private_dir
@@ -47,6 +48,12 @@ log = logging.getLogger("criss")
 
 #: Input bytes per second assumed before any materialization has been measured.
 DEFAULT_SCAN_RATE = 64e6
+#: Bytes of Parquet per byte of Spark's default row width (learned from every write; TPC-H
+#: intermediates measured 0.1-0.3 at SF1).
+DEFAULT_PARQUET_RATIO = 0.25
+PARQUET_RATIO_MIN_BYTES = 1 << 20
+#: Operators whose output has as many rows as their single input.
+_ROW_PRESERVING = ("Project",)
 
 
 @dataclass
@@ -75,6 +82,7 @@ class QueryRecord:
     counters: Counter = field(default_factory=Counter)
     planning_seconds: float = 0.0
     materialize_seconds: float = 0.0
+    #: Part of planning spent reading statistics off executed plans.
     fallback: str | None = None
     dry_run: bool = False
     #: The captured JVM plan, kept while the DataFrame lives so explain can label operators.
@@ -103,6 +111,11 @@ class CrissSession:
         # the paper chooses what to cache assuming the worst case: it will sit on disk
         self.disk_bandwidth = float(self.cache.tiers["disk"].bandwidth or 1e8)
         self._scan_rate: float | None = None
+        self._parquet_ratio: float | None = None
+        self._harvester: ThreadPoolExecutor | None = None
+        self._harvests: list[Future] = []
+        #: Background seconds spent reading statistics off executed plans.
+        self.harvest_seconds = 0.0
         self._rules = tuple(
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
             for r in RULES
@@ -128,6 +141,7 @@ class CrissSession:
 
     def report(self) -> dict[str, Any]:
         """Counters, per-tier usage and traffic, and every entry with its bitmap (JSON-ready)."""
+        self.settle_harvests()
         cache = self.cache.report()
         return {
             "counters": dict(self.counters),
@@ -136,6 +150,7 @@ class CrissSession:
             "faults": dict(self.cache.faults),
             "partitions_refused": cache["partitions_refused"],
             "qtree_operators": len(self.qtree),
+            "harvest_seconds": round(self.harvest_seconds, 3),
             "policy": self.policy.name,
             "media": self.options.media,
             "granularity": self.options.granularity,
@@ -161,11 +176,15 @@ class CrissSession:
         if tier is not None and tier not in self.cache.tiers:
             raise StorageError(f"no tier {tier!r}; tiers: {', '.join(self.cache.tiers)}")
         if tier is None:
+            self.settle_harvests()
             self.qtree.clear()
         self.cache.clear(tier)
         self.bridge.forget_reads()
 
     def close(self) -> None:
+        self.settle_harvests()
+        if self._harvester is not None:
+            self._harvester.shutdown()
         self.history.close()
         self.cache.close()
         self.qtree.close()
@@ -184,6 +203,7 @@ class CrissSession:
             return df
         record = QueryRecord(sql, dry_run=self.options.dry_run)
         started = time.perf_counter()
+        self.settle_harvests()
         planner = _Planner(self, df, record)
         try:
             planned = planner.run()
@@ -248,6 +268,52 @@ class CrissSession:
             self._scan_rate = float(self.qtree.meta("scan_rate", DEFAULT_SCAN_RATE))
         return self._scan_rate
 
+    @property
+    def parquet_ratio(self) -> float:
+        if self._parquet_ratio is None:
+            self._parquet_ratio = float(self.qtree.meta("parquet_ratio", DEFAULT_PARQUET_RATIO))
+        return self._parquet_ratio
+
+    def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
+        """Blend in the Parquet bytes per default-width byte of a measured write (big
+        enough that file footers do not dominate)."""
+        if rows > 0 and row_width > 0 and size_bytes >= PARQUET_RATIO_MIN_BYTES:
+            ratio = min(max(size_bytes / (rows * row_width), 0.02), 4.0)
+            self._parquet_ratio = 0.7 * self.parquet_ratio + 0.3 * ratio
+            self.qtree.set_meta("parquet_ratio", self._parquet_ratio)
+
+    def harvest_later(self, result: PartitionedResult, wanted: set[str], wall: float) -> None:
+        """Read statistics for ``wanted`` operators off ``result``'s executed plan in the
+        background; ``settle_harvests`` stores them (before the next query is planned)."""
+        if self._harvester is None:
+            self._harvester = ThreadPoolExecutor(1, thread_name_prefix="criss-harvest")
+        ratio = self.parquet_ratio
+        self._harvests.append(self._harvester.submit(self._harvest, result, wanted, wall, ratio))
+
+    def _harvest(
+        self, result: PartitionedResult, wanted: set[str], wall: float, ratio: float
+    ) -> tuple[dict[str, tuple[float, int, int]], float]:
+        started = time.perf_counter()
+        metrics = result.operator_metrics()
+        executed = self.bridge.capture(result.df)
+        tree = fingerprint_tree(canonicalize(executed.tree, self._rules))
+        return statistics_from_metrics(tree, metrics, wanted, wall, ratio), (
+            time.perf_counter() - started
+        )
+
+    def settle_harvests(self) -> None:
+        """Store the statistics read in the background (waiting for reads still running)."""
+        while self._harvests:
+            future = self._harvests.pop(0)
+            try:
+                estimates, seconds = future.result()
+            except (CrissError, OSError, ValueError) as exc:
+                log.info("no statistics from an executed plan: %s", exc)
+                continue
+            self.qtree.record_estimates(estimates, source=EXECUTED_PLAN)
+            self.counters["statistics_from_execution"] += len(estimates)
+            self.harvest_seconds += seconds
+
     def learn_scan_rate(self, node: PlanNode, texec: float) -> None:
         """Blend in the input bytes per second of a measured materialization."""
         scanned = node.scanned_bytes
@@ -292,6 +358,7 @@ class _Planner:
         self.partition_counts: dict[tuple[int, ...], _Served] = {}
         self.result_path: tuple[int, ...] | None = None
         self.lease = _Lease(session.cache)
+        self.observations: dict[str, Observation] = {}
 
     @property
     def pinned(self) -> list[str]:
@@ -320,7 +387,7 @@ class _Planner:
         self.record.captured = captured
         if self.record.dry_run:
             return self._dry_run(tree)
-        observations = self.s.qtree.observe(tree)
+        observations = self.observations = self.s.qtree.observe(tree)
         for r in self._reusable(tree):
             served = self._serve(captured, r)
             if served is not None:
@@ -556,6 +623,15 @@ class _Planner:
             result = result_node(tree)
             return [] if result.path in reused or not storable(result) else [result]
         by_key: dict[str, PlanNode] = {}
+        result = result_node(tree)
+        # a result cached eagerly (no statistics yet) is written besides, not instead of, the
+        # best measured operator of each branch: the query computes it anyway
+        eager = (
+            result.path not in reused
+            and result.fingerprint in obs
+            and not obs[result.fingerprint].stats.has_stats
+            and self._score(result, obs, True) is not None
+        )
 
         def candidate(node: PlanNode) -> Candidate:
             key = "/".join(map(str, node.path))
@@ -563,10 +639,12 @@ class _Planner:
             if node.path in reused:
                 return Candidate(key, (), None)
             kids = tuple(candidate(c) for c in node.children)
-            return Candidate(key, kids, self._score(node, obs, node.path == result_path))
+            is_result = node.path == result_path
+            score = None if is_result and eager else self._score(node, obs, is_result)
+            return Candidate(key, kids, score)
 
-        chosen = best_per_branch(candidate(tree))
-        return [by_key[k] for k in chosen]
+        chosen = [by_key[k] for k in best_per_branch(candidate(tree))]
+        return [*chosen, result] if eager else chosen
 
     def _score(self, node: PlanNode, obs: dict[str, Observation], is_result: bool):
         if not storable(node) or node.fingerprint not in obs:
@@ -618,9 +696,32 @@ class _Planner:
             self.lease.leftover_dirs.append(str(staged))
         self.s.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
         self.s.learn_scan_rate(node, texec)
+        self.s.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
+        self._learn_from_execution(result, node, texec)
         self._settle(key, result.schema_json, {}, stored)
         self.replacements[node.path] = self._read(captured, node.path, key)
         self.record.counters["operators_cached"] += 1
+
+    def _learn_from_execution(self, result: PartitionedResult, node: PlanNode, wall: float) -> None:
+        """Statistics for the operators under ``node`` that ran in its job but were not stored.
+
+        The paper collects statistics only where they are missing; writing an operator just
+        to measure it costs more than it saves for big intermediates. Instead each one gets
+        its rows from the executed plan's metrics, Texec as its share of the job's measured
+        time (by the task time of its physical operators) and size as rows × row width ×
+        the learned Parquet ratio, recorded as source "executed plan" (a real write later
+        replaces them). Read in the background: the next query waits for it.
+        """
+        wanted = {
+            n.fingerprint
+            for n in node.walk()
+            if n is not node
+            and storable(n)
+            and n.fingerprint in self.observations
+            and not self.observations[n.fingerprint].stats.has_stats
+        }
+        if wanted:
+            self.s.harvest_later(result, wanted, wall)
 
     def _begin(self, node: PlanNode, result: PartitionedResult, started: float):
         """Open the entry to write, or None if another application is reading an old one."""
@@ -675,6 +776,8 @@ class _Planner:
                     f"ref={o.stats.ref} Texec={o.stats.texec:.3f}s "
                     f"size={o.stats.size_bytes}B rows={o.stats.rows}"
                 )
+                if o.stats.stats_source == EXECUTED_PLAN:
+                    d.stats += " from the executed plan"
             elif o:
                 d.stats = f"ref={o.stats.ref} (no statistics yet)"
             self.record.operators.append(d)
@@ -765,3 +868,39 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
             + (f"  ({d.stats})" if d.stats else "")
         )
     return "\n".join(lines)
+
+
+def statistics_from_metrics(
+    tree: PlanNode,
+    metrics: dict[tuple[int, ...], Any],
+    wanted: set[str],
+    wall: float,
+    parquet_ratio: float,
+) -> dict[str, tuple[float, int, int]]:
+    """(Texec, size, rows) of the ``wanted`` operators of an executed ``tree``.
+
+    Texec is the operator's subtree's share of the job's ``wall`` seconds by task time;
+    size is rows × default row width × the Parquet ratio; a Project has its input's rows.
+    """
+    total = sum(m.task_seconds for m in metrics.values())
+    if total <= 0:
+        return {}
+
+    def rows_of(n: PlanNode) -> int | None:
+        m = metrics.get(n.path)
+        if m is not None and m.rows is not None:
+            return m.rows
+        if n.op in _ROW_PRESERVING and len(n.children) == 1:
+            return rows_of(n.children[0])
+        return None
+
+    estimates = {}
+    for n in tree.walk():
+        rows = rows_of(n) if n.fingerprint in wanted and n.path in metrics else None
+        if rows is None:
+            continue
+        depth = len(n.path)
+        inside = sum(m.task_seconds for p, m in metrics.items() if p[:depth] == n.path)
+        size = rows * metrics[n.path].row_width * parquet_ratio
+        estimates[n.fingerprint] = (wall * inside / total, int(size), rows)
+    return estimates

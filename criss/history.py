@@ -37,6 +37,7 @@ COUNTERS = (
     "bytes_read",
     "fallbacks",
     "invalidated",
+    "statistics_from_execution",
 )
 
 

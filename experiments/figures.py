@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -376,12 +376,34 @@ def main() -> None:
     show_default="experiments/results",
     help="Where the JSON and PNG go.",
 )
+@click.option(
+    "--stream",
+    "streams",
+    multiple=True,
+    help="Run only these of the experiment's streams (repeatable); default: all of them.",
+)
 def run(
-    name: str, sf: float, queries: int, seed: int, master: str, quiet: bool, out_dir: Path
+    name: str,
+    sf: float,
+    queries: int,
+    seed: int,
+    master: str,
+    quiet: bool,
+    out_dir: Path,
+    streams: tuple[str, ...],
 ) -> None:
     """Run experiment NAME; write its JSON and PNG (default under experiments/results/)."""
+    experiment = EXPERIMENTS[name]
+    unknown = set(streams) - set(experiment.streams)
+    if unknown:
+        raise click.BadParameter(
+            f"{name} runs {', '.join(experiment.streams)}, not {', '.join(sorted(unknown))}",
+            param_hint="--stream",
+        )
+    if streams:
+        experiment = replace(experiment, streams=tuple(streams))
     for path in run_experiment(
-        EXPERIMENTS[name],
+        experiment,
         sf=sf,
         queries=queries,
         seed=seed,

@@ -24,6 +24,8 @@ from qtree.plan import PlanNode
 from qtree.rewrite import Relative, project_columns, relaxed_key
 
 SCHEMA_VERSION = "1"
+#: ``stats_source`` of statistics read off an executed plan rather than a written result.
+EXECUTED_PLAN = "executed plan"
 
 
 @dataclass(frozen=True)
@@ -197,6 +199,18 @@ class QTree:
                 "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
                 "where fingerprint = ?",
                 [texec, size_bytes, rows, source, fingerprint],
+            )
+
+    def record_estimates(
+        self, estimates: dict[str, tuple[float, int, int]], *, source: str = EXECUTED_PLAN
+    ) -> None:
+        """Store (Texec, size, rows) per fingerprint where nothing better is known yet: never
+        over statistics measured by writing the result."""
+        with self.db.conn:
+            self.db.conn.executemany(
+                "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
+                "where fingerprint = ? and (stats_source is null or stats_source = ?)",
+                [(t, size, rows, source, fp, source) for fp, (t, size, rows) in estimates.items()],
             )
 
     # --- invalidation ------------------------------------------------------------------------

@@ -1,0 +1,106 @@
+"""Statistics read off executed plans: operators that ran but were not stored get real row
+counts (and derived Texec and size) without being written, and the benefit model uses them."""
+
+from __future__ import annotations
+
+import pytest
+from rowcompare import assert_same_rows
+
+import criss
+from criss.bridge import OperatorMetrics
+from criss.engine import statistics_from_metrics
+from qtree import canonicalize, fingerprint_tree
+from qtree.plan import PlanNode
+from qtree.tree import EXECUTED_PLAN
+
+JOINED = """
+    select o_orderpriority, count(*) as n
+    from orders join lineitem on o_orderkey = l_orderkey
+    where l_shipmode = 'MAIL' and o_orderdate >= date'1995-01-01'
+    group by o_orderpriority
+"""
+JOIN_ROWS = """
+    select count(*) from orders join lineitem on o_orderkey = l_orderkey
+    where l_shipmode = 'MAIL' and o_orderdate >= date'1995-01-01'
+"""
+
+
+def _node(op: str, path: tuple[int, ...], *children: PlanNode) -> PlanNode:
+    return PlanNode(op=op, args={}, children=children, path=path, fingerprint=f"fp{path}")
+
+
+def test_statistics_from_metrics_shares_time_and_inherits_rows():
+    scan_a = _node("Relation", (0, 0, 0, 0))
+    scan_b = _node("Relation", (0, 0, 1))
+    project = _node("Project", (0, 0, 0), scan_a)
+    join = _node("Join", (0, 0), project, scan_b)
+    top = _node("Aggregate", (0,), join)
+    root = _node("Sort", (), top)
+    metrics = {
+        (0, 0, 0, 0): OperatorMetrics(rows=1000, task_seconds=3.0, row_width=40),
+        (0, 0, 0): OperatorMetrics(rows=None, task_seconds=1.0, row_width=16),
+        (0, 0, 1): OperatorMetrics(rows=50, task_seconds=1.0, row_width=8),
+        (0, 0): OperatorMetrics(rows=400, task_seconds=2.0, row_width=24),
+        (0,): OperatorMetrics(rows=7, task_seconds=3.0, row_width=24),
+    }
+    wanted = {project.fingerprint, join.fingerprint, top.fingerprint}
+    got = statistics_from_metrics(root, metrics, wanted, wall=5.0, parquet_ratio=0.5)
+
+    assert set(got) == wanted  # relations were not asked for
+    texec, size, rows = got[project.fingerprint]
+    assert rows == 1000  # a Project has its input's rows
+    assert texec == pytest.approx(5.0 * 4 / 10)  # its own and its input's task time
+    assert size == int(1000 * 16 * 0.5)
+    texec, size, rows = got[join.fingerprint]
+    assert (rows, size) == (400, int(400 * 24 * 0.5))
+    assert texec == pytest.approx(5.0 * 7 / 10)
+    assert got[top.fingerprint] == (pytest.approx(5.0), int(7 * 24 * 0.5), 7)
+
+
+def test_statistics_from_metrics_without_task_time_is_empty():
+    root = _node("Join", (), _node("Relation", (0,)))
+    metrics = {(): OperatorMetrics(rows=3, task_seconds=0.0, row_width=8)}
+    assert statistics_from_metrics(root, metrics, {root.fingerprint}, 1.0, 0.5) == {}
+
+
+@pytest.mark.spark
+def test_an_executed_join_gets_its_exact_row_count_without_being_written(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    try:
+        df = cs.sql(JOINED)
+        assert_same_rows(df.collect(), tpch.sql(JOINED).collect())
+        summary = cs.last_query_summary()
+        assert summary.get("operators_cached") == 1  # only the result was written
+        report = cs.report()  # waits for the background read of the executed plan
+        assert report["counters"]["statistics_from_execution"] >= 3
+
+        captured = cs.bridge.capture(tpch.sql(JOINED))
+        tree = fingerprint_tree(canonicalize(captured.tree, cs._rules))
+        join = next(n for n in tree.walk() if n.op == "Join")
+        stats = cs.qtree.get(join.fingerprint)
+        assert stats is not None and stats.stats_source == EXECUTED_PLAN
+        assert stats.rows == tpch.sql(JOIN_ROWS).collect()[0][0] > 0
+        assert stats.texec > 0 and stats.size_bytes > 0
+        assert cs.cache.lookup(join.fingerprint) is None  # measured, not stored
+
+        again = cs.sql(JOINED.replace("'MAIL'", "'SHIP'"))  # the orders side recurs
+        assert_same_rows(again.collect(), tpch.sql(JOINED.replace("'MAIL'", "'SHIP'")).collect())
+        assert "from the executed plan" in cs.explain(again)
+    finally:
+        cs.close()
+
+
+def test_measured_statistics_are_not_overwritten_by_estimates(tmp_path):
+    from qtree import QTree
+
+    qtree = QTree(tmp_path / "catalog.db")
+    try:
+        root = _node("Aggregate", (), _node("Relation", (0,)))
+        qtree.observe(root)
+        qtree.record_stats(root.fingerprint, texec=2.0, size_bytes=100, rows=5)
+        qtree.record_estimates({root.fingerprint: (9.0, 900, 90)})
+        stats = qtree.get(root.fingerprint)
+        assert (stats.texec, stats.size_bytes, stats.rows) == (2.0, 100, 5)
+        assert stats.stats_source == "measured"
+    finally:
+        qtree.close()
