@@ -258,6 +258,10 @@ class CrissSession:
         except TypeError:
             pass
 
+    def canonical_tree(self, captured: CapturedPlan) -> PlanNode:
+        """``captured``'s plan in canonical form with fingerprints (this session's rules)."""
+        return fingerprint_tree(canonicalize(captured.tree, self._rules))
+
     def estimated_texec(self, node: PlanNode) -> float:
         """Seconds to compute ``node`` guessed from its input bytes and the learned scan rate."""
         return node.scanned_bytes / self.scan_rate
@@ -296,7 +300,7 @@ class CrissSession:
         started = time.perf_counter()
         metrics = result.operator_metrics()
         executed = self.bridge.capture(result.df)
-        tree = fingerprint_tree(canonicalize(executed.tree, self._rules))
+        tree = self.canonical_tree(executed)
         return statistics_from_metrics(tree, metrics, wanted, wall, ratio), (
             time.perf_counter() - started
         )
@@ -373,7 +377,7 @@ class _Planner:
 
     def run(self) -> DataFrame:
         captured = self.s.bridge.capture(self.df)
-        tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
+        tree = self.s.canonical_tree(captured)
         if not self.record.dry_run:
             self._invalidate_stale(tree)  # before any lookup: stale entries are gone
         # joins inside a subtree the cache serves as it is are left alone: rewriting them
@@ -383,7 +387,7 @@ class _Planner:
         if optimized is not self.df:  # Criss caches and reuses the improved plan
             self.df = optimized
             captured = self.s.bridge.capture(self.df)
-            tree = fingerprint_tree(canonicalize(captured.tree, self.s._rules))
+            tree = self.s.canonical_tree(captured)
         self.record.captured = captured
         if self.record.dry_run:
             return self._dry_run(tree)
@@ -618,12 +622,11 @@ class _Planner:
     def _choose(
         self, tree: PlanNode, obs: dict[str, Observation], reused: set[tuple[int, ...]]
     ) -> list[PlanNode]:
-        result_path = self.result_path = result_node(tree).path
+        result = result_node(tree)
+        result_path = self.result_path = result.path
         if self.s.options.reuse_scope == "results":
-            result = result_node(tree)
             return [] if result.path in reused or not storable(result) else [result]
         by_key: dict[str, PlanNode] = {}
-        result = result_node(tree)
         # a result cached eagerly (no statistics yet) is written besides, not instead of, the
         # best measured operator of each branch: the query computes it anyway
         eager = (

@@ -9,7 +9,6 @@ from rowcompare import assert_same_rows
 import criss
 from criss.bridge import OperatorMetrics
 from criss.engine import statistics_from_metrics
-from qtree import canonicalize, fingerprint_tree
 from qtree.plan import PlanNode
 from qtree.tree import EXECUTED_PLAN
 
@@ -74,8 +73,7 @@ def test_an_executed_join_gets_its_exact_row_count_without_being_written(tpch, t
         report = cs.report()  # waits for the background read of the executed plan
         assert report["counters"]["statistics_from_execution"] >= 3
 
-        captured = cs.bridge.capture(tpch.sql(JOINED))
-        tree = fingerprint_tree(canonicalize(captured.tree, cs._rules))
+        tree = cs.canonical_tree(cs.bridge.capture(tpch.sql(JOINED)))
         join = next(n for n in tree.walk() if n.op == "Join")
         stats = cs.qtree.get(join.fingerprint)
         assert stats is not None and stats.stats_source == EXECUTED_PLAN

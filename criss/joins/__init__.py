@@ -107,8 +107,6 @@ class JoinContext:
         it (key sets, filters, indexes, measured selectivities) are never served stale.
         Read from the query's own capture; an input under a replaced join is captured anew.
         """
-        from qtree import canonicalize, fingerprint_tree
-
         session = self.session
         child = path + ((0,) if which == "left" else (1,))
         rewritten = any(p[: len(child)] == child for p in plan.replaced)
@@ -116,7 +114,7 @@ class JoinContext:
             node = _node_at(self.tree, child)
         else:
             captured = session.bridge.capture(plan.side(path, which))
-            node = fingerprint_tree(canonicalize(captured.tree, session._rules))
+            node = session.canonical_tree(captured)
         return SideFacts(node, session.qtree.get(node.fingerprint))
 
     def may_measure(self, facts: SideFacts) -> bool:
