@@ -135,17 +135,19 @@ def keyed_tables(spark, tmp_path_factory):
     return root
 
 
-@pytest.mark.parametrize(
-    "sql",
-    [
-        "select * from jf_big b join jf_small s on b.k = s.k",
-        "select * from jf_small s left join jf_big b on b.k = s.k",
-        "select * from jf_big b right join jf_small s on b.k = s.k",
-        "select * from jf_big b join jf_small s on b.k = s.k and b.v > s.w",
-        "select * from jf_big b join jf_empty s on b.k = s.k",
-        "select * from jf_big b left join jf_small s on b.k = s.k",
-    ],
-)
+#: Joins of the keyed tables: NULL and duplicate keys, every preserved side, a residual
+#: condition, an empty input, and the big input preserved (nothing may be filtered).
+KEYED_JOINS = [
+    "select * from jf_big b join jf_small s on b.k = s.k",
+    "select * from jf_small s left join jf_big b on b.k = s.k",
+    "select * from jf_big b right join jf_small s on b.k = s.k",
+    "select * from jf_big b join jf_small s on b.k = s.k and b.v > s.w",
+    "select * from jf_big b join jf_empty s on b.k = s.k",
+    "select * from jf_big b left join jf_small s on b.k = s.k",
+]
+
+
+@pytest.mark.parametrize("sql", KEYED_JOINS)
 def test_prefilter_null_duplicate_and_empty_keys(
     shuffle_joins, forced, keyed_tables, sql, tmp_path
 ):
@@ -314,15 +316,7 @@ def test_bloom_join_not_applied_at_high_selectivity(shuffle_joins, bloom_forced,
 
 @pytest.mark.parametrize(
     "sql",
-    [
-        "select * from jf_big b join jf_small s on b.k = s.k",
-        "select * from jf_small s left join jf_big b on b.k = s.k",
-        "select * from jf_big b right join jf_small s on b.k = s.k",
-        "select * from jf_big b join jf_small s on b.k = s.k and b.v > s.w",
-        "select * from jf_big b join jf_small s on b.k = s.k and b.v % 3 = s.w % 3",
-        "select * from jf_big b join jf_empty s on b.k = s.k",
-        "select * from jf_big b left join jf_small s on b.k = s.k",
-    ],
+    [*KEYED_JOINS, "select * from jf_big b join jf_small s on b.k = s.k and b.v % 3 = s.w % 3"],
 )
 def test_bloom_join_null_duplicate_and_empty_keys(
     shuffle_joins, bloom_forced, keyed_tables, sql, tmp_path

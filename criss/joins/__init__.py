@@ -47,6 +47,17 @@ class JoinChoice:
         return f"{self.optimization} {verdict} at {self.join[:70]}: {self.reason}"
 
 
+class Verdicts:
+    """What the optimizations share: their verdict at one join as a JoinChoice."""
+
+    name: str
+
+    def _choice(
+        self, site: JoinSite, chosen: bool, reason: str, details: dict[str, Any] | None = None
+    ) -> JoinChoice:
+        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})
+
+
 class JoinOptimization(Protocol):
     """One optimization: ``name`` is also the option that switches it off."""
 

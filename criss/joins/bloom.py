@@ -37,13 +37,14 @@ from criss import bridge as bridge_module
 from policies import filters as policy
 from qtree.star import operand, operand_label
 
-from . import JoinChoice
-from .prefilter import input_facts, key_label, key_sides, measure_sides
+from . import JoinChoice, Verdicts
+from .prefilter import input_facts, key_label, measured_keys
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from criss.bridge import JoinPlan, JoinSite
+    from qtree.star import EquiKey
 
     from . import JoinContext
 
@@ -64,7 +65,16 @@ def bloom_fpp(items: int, bits: int, inserted: int | None = None) -> float:
     return (1 - math.exp(-hashes * inserted / bits)) ** hashes
 
 
-class BloomJoin:
+def _unhashable(site: JoinSite, keys: tuple[EquiKey, ...]) -> str | None:
+    """Why the keys cannot go into a Bloom filter, if they cannot."""
+    for key in keys:
+        data_type = dict(operand(site.condition, key.left).fields).get("dataType")
+        if data_type in _UNHASHABLE:
+            return f"{data_type} join key"
+    return None
+
+
+class BloomJoin(Verdicts):
     """Filter the big input of a shuffle join by a Bloom filter of the small input's keys."""
 
     name = "bloom_join"
@@ -75,18 +85,10 @@ class BloomJoin:
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext
     ) -> tuple[DataFrame | None, JoinChoice | None]:
-        found = key_sides(site, context)
+        found = measured_keys(plan, site, context, lambda keys: _unhashable(site, keys))
         if isinstance(found, str):
             return None, self._choice(site, False, found)
-        keys, filterable = found
-        for key in keys:
-            data_type = dict(operand(site.condition, key.left).fields).get("dataType")
-            if data_type in _UNHASHABLE:
-                return None, self._choice(site, False, f"{data_type} join key")
-        measured = measure_sides(plan, site, context, keys, filterable)
-        if isinstance(measured, str):
-            return None, self._choice(site, False, measured)
-        big, stats = measured
+        keys, big, stats = found
         small = "right" if big == "left" else "left"
         partitions = context.session.spark.sparkContext.defaultParallelism
         decision = policy.bloom_join(**stats, partitions=partitions)
@@ -150,6 +152,3 @@ class BloomJoin:
             f" est. {details['est_plain_s']:.2f}s -> {details['est_bloom_s']:.2f}s"
         )
         return joined, self._choice(site, True, reason, details)
-
-    def _choice(self, site: JoinSite, chosen: bool, reason: str, details: Any = None) -> JoinChoice:
-        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})

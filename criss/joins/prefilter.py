@@ -25,9 +25,11 @@ from typing import TYPE_CHECKING, Any
 from policies import filters as policy
 from qtree.star import EquiKey, equi_keys, has_equality, operand, operand_label
 
-from . import JoinChoice
+from . import JoinChoice, Verdicts
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyspark.sql import Column, DataFrame
 
     from criss.bridge import JoinPlan, JoinSite
@@ -192,7 +194,7 @@ def key_sides(site: JoinSite, context: JoinContext) -> tuple[tuple[EquiKey, ...]
     return keys, _FILTERABLE[site.join_type]
 
 
-class SemiPrefilter:
+class SemiPrefilter(Verdicts):
     """Left-semi join of the big input against the small input's distinct keys."""
 
     name = "semi_prefilter"
@@ -200,14 +202,10 @@ class SemiPrefilter:
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext
     ) -> tuple[DataFrame | None, JoinChoice | None]:
-        found = key_sides(site, context)
+        found = measured_keys(plan, site, context)
         if isinstance(found, str):
             return None, self._choice(site, False, found)
-        keys, filterable = found
-        measured = measure_sides(plan, site, context, keys, filterable)
-        if isinstance(measured, str):
-            return None, self._choice(site, False, measured)
-        big, stats = measured
+        keys, big, stats = found
         decision = policy.semi_prefilter(**stats)
         if not decision.chosen:
             return None, self._choice(site, False, decision.reason, decision.details)
@@ -215,8 +213,28 @@ class SemiPrefilter:
         details = decision.details | {"filtered": big, "shuffle_partitions": partitions}
         return frame, self._choice(site, True, decision.reason, details)
 
-    def _choice(self, site: JoinSite, chosen: bool, reason: str, details: Any = None) -> JoinChoice:
-        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})
+
+def measured_keys(
+    plan: JoinPlan,
+    site: JoinSite,
+    context: JoinContext,
+    refuse: Callable[[tuple[EquiKey, ...]], str | None] | None = None,
+) -> tuple[tuple[EquiKey, ...], str, dict[str, Any]] | str:
+    """A key filter's opening: the equi-join keys, the big side and the policy arguments
+    measured for both inputs, or why not. ``refuse`` may turn the keys down (a reason)
+    before any measurement job runs."""
+    found = key_sides(site, context)
+    if isinstance(found, str):
+        return found
+    keys, filterable = found
+    refused = refuse(keys) if refuse is not None else None
+    if refused:
+        return refused
+    measured = measure_sides(plan, site, context, keys, filterable)
+    if isinstance(measured, str):
+        return measured
+    big, stats = measured
+    return keys, big, stats
 
 
 def measure_sides(

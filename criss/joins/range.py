@@ -22,7 +22,7 @@ import hashlib
 import logging
 from typing import TYPE_CHECKING, Any
 
-from criss.joins import JoinChoice
+from criss.joins import JoinChoice, Verdicts
 from policies.joins import RangeJoinModel, SideStats
 from qtree.joins import (
     Bound,
@@ -57,7 +57,7 @@ INDEX_MAX_ROWS = 5_000_000
 INDEX_MAX_BYTES = 512 * 1024 * 1024
 
 
-class RangeJoin:
+class RangeJoin(Verdicts):
     """The ``range_join`` optimization (see the module docstring)."""
 
     name = "range_join"
@@ -174,12 +174,12 @@ class RangeJoin:
             if method is not None:  # the index found the collected side over its budget
                 reason = f"nested loop kept: {details.get('index_fallback', reason)}"
             context.counters["range_join_kept_nested_loop"] += 1
-            return None, JoinChoice(self.name, site.path, site.label, False, reason, details)
+            return None, self._choice(site, False, reason, details)
         context.counters[f"range_join_{method}"] += 1
-        return frame, JoinChoice(self.name, site.path, site.label, True, reason, details)
+        return frame, self._choice(site, True, reason, details)
 
     def _skip(self, site: JoinSite, reason: str) -> JoinChoice:
-        return JoinChoice(self.name, site.path, site.label, False, reason)
+        return self._choice(site, False, reason)
 
 
 def _model(context: JoinContext) -> RangeJoinModel:

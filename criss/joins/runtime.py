@@ -28,7 +28,7 @@ from qtree.star import (
     star_filters,
 )
 
-from . import JoinChoice
+from . import JoinChoice, Verdicts
 from .prefilter import (
     broadcast_threshold,
     distinct_keys,
@@ -98,7 +98,7 @@ def _join_above(tree: PlanNode, path: tuple[int, ...]) -> bool:
     return False
 
 
-class RuntimeFilters:
+class RuntimeFilters(Verdicts):
     """Every filtered dimension's keys applied at the fact input of a star join."""
 
     name = "runtime_filters"
@@ -213,9 +213,6 @@ class RuntimeFilters:
         other = "right" if which == "left" else "left"
         # The other input first, as in ``prefilter.prefiltered_join``.
         return frames[other].join(fact, plan.condition_column(site.path), "inner")
-
-    def _choice(self, site: JoinSite, chosen: bool, reason: str, details: Any = None) -> JoinChoice:
-        return JoinChoice(self.name, site.path, site.label, chosen, reason, details or {})
 
 
 def _operand(plan: JoinPlan, f: StarFilter, path: tuple[int, ...]) -> Any:
