@@ -54,6 +54,8 @@ DEFAULT_PARQUET_RATIO = 0.25
 PARQUET_RATIO_MIN_BYTES = 1 << 20
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
+#: QTree meta key prefix: result fingerprint of a query -> that of its join-optimized form.
+REWRITTEN = "joins.rewritten:"
 
 
 @dataclass
@@ -65,7 +67,8 @@ class OperatorDecision:
     fingerprint: str
     matched: bool = False
     reused: str | None = None
-    #: How the reused entry serves the operator: exact, project-subset, exchange-repartition.
+    #: How the reused entry serves the operator: exact, project-subset, exchange-repartition,
+    #: join-rewrite (the result of this query as the join optimizations rewrote it).
     rule: str | None = None
     cached: str | None = None
     why_not: str | None = None
@@ -385,9 +388,12 @@ class _Planner:
         covered = [] if self._stale(tree) else [r.path for r in self._reusable(tree)]
         optimized = self._optimize_joins(self.df, captured, tree, covered)
         if optimized is not self.df:  # Criss caches and reuses the improved plan
+            original = result_node(tree)
             self.df = optimized
             captured = self.s.bridge.capture(self.df)
             tree = self.s.canonical_tree(captured)
+            if not self.record.dry_run:
+                self._remember_rewrite(original, result_node(tree))
         self.record.captured = captured
         if self.record.dry_run:
             return self._dry_run(tree)
@@ -453,7 +459,29 @@ class _Planner:
         self._explain(tree, observations, reused, {n.path for n in chosen})
         return self.df
 
+    def _remember_rewrite(self, original: PlanNode, rewritten: PlanNode) -> None:
+        """Note that the join optimizations turned the query whose result is ``original``
+        into one whose result is ``rewritten``: the same rows, under another fingerprint."""
+        if storable(original) and original.fingerprint != rewritten.fingerprint:
+            self.s.qtree.set_meta(REWRITTEN + original.fingerprint, rewritten.fingerprint)
+
+    def _rewritten_result(self, tree: PlanNode) -> Reuse | None:
+        """The cached result of this query as the join optimizations rewrote it earlier,
+        so a repeat reads it without optimizing (and measuring) its joins again."""
+        result = result_node(tree)
+        if not storable(result):
+            return None
+        rewritten = self.s.qtree.meta(REWRITTEN + result.fingerprint)
+        if rewritten is None or not self._is_cached(rewritten):
+            return None
+        if not self.entries[rewritten].complete:  # its partitions follow the other plan
+            return None
+        return Reuse(result.path, rewritten, "join-rewrite")
+
     def _reusable(self, tree: PlanNode) -> list[Reuse]:
+        rewritten = self._rewritten_result(tree)
+        if rewritten is not None:
+            return [rewritten]
         found = plan_reuse(tree, self._is_cached, self._cached_relatives)
         if self.s.options.reuse_scope == "results":  # an exact-result cache serves whole queries
             wanted = result_node(tree).path

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from qtree.plan import Expr
+from qtree.plan import Expr, PlanNode
 
 #: Expression classes whose value is not a function of their inputs: never filter on them.
 NONDETERMINISTIC = frozenset(
@@ -163,6 +163,57 @@ def _at(expr: Expr | None, path: Path) -> Expr | None:
             return None
         expr = expr.children[index]
     return expr
+
+
+def row_source(node: PlanNode) -> PlanNode:
+    """The operator whose rows ``node`` passes on unchanged: ``node`` without the Projects
+    on top that only select columns of a scan. Rows and key counts measured on it hold
+    for every such projection (TPC-H queries read lineitem through a dozen of them)."""
+    while (
+        node.op == "Project"
+        and len(node.children) == 1
+        and all(_is_attribute(e) for e in node.args.get("projectList", []))
+        and _scan(node.children[0])
+    ):
+        node = node.children[0]
+    return node
+
+
+def key_source(node: PlanNode) -> PlanNode:
+    """The operator whose measured rows and distinct keys stand for ``node``'s: the
+    relation itself for a whole table (NULL keys never join and are not counted as
+    distinct), else the row source."""
+    if whole_table(node):
+        return next(node.leaves())
+    return row_source(node)
+
+
+def whole_table(node: PlanNode) -> bool:
+    """A scan that keeps every row of its table with non-NULL values: Projects and Filters
+    whose conjuncts are all ``IsNotNull`` (Catalyst infers those from join keys) over a
+    relation. Its key set is the whole key column, so as a star join's dimension it drops
+    no fact row that has a partner anywhere: only filtered dimensions make LIP filters."""
+    if not node.children:
+        return node.op == "LogicalRelation"
+    if node.op == "Filter":
+        condition = node.args.get("condition")
+        if not isinstance(condition, Expr) or any(
+            not c.cls.endswith(".IsNotNull") for _, c in conjuncts(condition)
+        ):
+            return False
+    elif node.op != "Project":
+        return False
+    return len(node.children) == 1 and whole_table(node.children[0])
+
+
+def _is_attribute(expr: object) -> bool:
+    return isinstance(expr, Expr) and expr.cls.endswith(".AttributeReference")
+
+
+def _scan(node: PlanNode) -> bool:
+    if not node.children:
+        return node.op == "LogicalRelation"
+    return node.op in TRANSPARENT and len(node.children) == 1 and _scan(node.children[0])
 
 
 def operand_label(expr: Expr) -> str:

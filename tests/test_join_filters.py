@@ -9,10 +9,13 @@ the cost model's fixed costs are zeroed where a test needs a decision at this ti
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import criss
 from policies import filters as policy
+from qtree.star import key_source, whole_table
 from tests.rowcompare import assert_same_rows
 
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
@@ -196,6 +199,59 @@ def test_runtime_filters_drop_unselective_dimension(shuffle_joins, forced, tmp_p
     assert len(choice.details["keep"]) == 2 and max(choice.details["survivals"]) == 1.0
 
 
+def test_runtime_filters_measure_only_filtered_dimensions(shuffle_joins, forced, tmp_path):
+    spark = shuffle_joins
+    options = {"bloom_join": False, "semi_prefilter": False}
+    # every dimension a whole table: declined without running a single measurement job
+    whole = STAR.replace(
+        "and o_orderdate < date'1993-01-01' and p_type like '%BRASS' and "
+        "s_nationkey in (1, 2, 3, 4, 5)",
+        "",
+    )
+    cs = session(spark, tmp_path / "a", **options)
+    df = cs.sql(whole)
+    assert_same_rows(df.collect(), spark.sql(whole).collect())
+    choice = next(c for c in cs._records[df].joins if c.optimization == "runtime_filters")
+    assert not choice.chosen and "no dimension is a filtered scan" in choice.reason, choice
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0
+    # one filtered dimension: it and the fact input are measured, the whole tables are not
+    one = STAR.replace("and p_type like '%BRASS' and s_nationkey in (1, 2, 3, 4, 5)", "")
+    cs = session(spark, tmp_path / "b", **options)
+    df = cs.sql(one)
+    assert_same_rows(df.collect(), spark.sql(one).collect())
+    assert cs.report()["counters"]["join_key_measurements"] == 2
+    choice = next(c for c in cs._records[df].joins if c.optimization == "runtime_filters")
+    assert choice.chosen, choice
+    assert [d.split(" (join")[0] for d in choice.details["dimensions"]] == [
+        "l_orderkey in o_orderkey"
+    ]
+
+
+def test_key_measurements_shared_by_projections_of_one_input(shuffle_joins, forced, tmp_path):
+    spark = shuffle_joins
+    cs = session(spark, tmp_path, runtime_filters=False, bloom_join=False)
+    cs.sql(ORDERS_1PCT).collect()
+    assert cs.report()["counters"]["join_key_measurements"] == 2
+    # other lineitem and orders columns, same rows: both inputs' keys are known already
+    narrower = ORDERS_1PCT.replace("o_orderdate, l_linenumber", "o_totalprice, l_quantity")
+    df = cs.sql(narrower)
+    assert_same_rows(df.collect(), spark.sql(narrower).collect())
+    counters = cs.report()["counters"]
+    assert counters["join_key_measurements"] == 2 and counters["joins_semi_prefilter"] == 2
+    sides = [
+        cs.canonical_tree(cs.bridge.capture(spark.sql(f"select {c} from lineitem")))
+        for c in ("l_orderkey, l_quantity", "l_orderkey, l_linenumber")
+    ]
+    assert key_source(sides[0]).fingerprint == key_source(sides[1]).fingerprint
+    assert sides[0].fingerprint != sides[1].fingerprint and whole_table(sides[0])
+    late = cs.canonical_tree(
+        cs.bridge.capture(
+            spark.sql("select l_orderkey from lineitem where l_shipdate > date'1995-01-01'")
+        )
+    )
+    assert not whole_table(late) and key_source(late).op == "Filter"
+
+
 def test_policy_defaults_follow_the_measured_break_even():
     """SF1 orders ⋈ lineitem (6M rows): gains measured at 1 % and 10 %, none at 50 %."""
     args = {"big_rows": 6_000_000, "big_width": 16, "key_width": 8}
@@ -270,13 +326,23 @@ def test_bloom_join_repeat_reuses_filter_and_plan(shuffle_joins, bloom_forced, t
     cs = session(spark, tmp_path, runtime_filters=False)
     first = cs.sql(ORDERS_1PCT)
     first.collect()
+    # a repeat reads the rewritten query's cached result: no join is optimized again
+    repeat = cs.sql(ORDERS_1PCT)
+    assert_same_rows(repeat.collect(), spark.sql(ORDERS_1PCT).collect())
+    counters = cs.report()["counters"]
+    assert counters["rewrites_join_rewrite"] == 1 and counters["joins_bloom_join"] == 1
+    assert "via join-rewrite" in cs.explain(repeat)
+    # with the cached results gone the query is optimized again, with the same filter
+    first_tree = cs._records[first].captured.tree
+    del first, repeat  # their leases pin the cached result
+    gc.collect()
+    cs.clear()
     again = cs.sql(ORDERS_1PCT)
     assert_same_rows(again.collect(), spark.sql(ORDERS_1PCT).collect())
     counters = cs.report()["counters"]
     assert counters["bloom_filters_built"] == 1 and counters["bloom_filters_reused"] == 1
     # the filter literal is named by content in captured plans: both queries' trees equal
-    fingerprints = [cs._records[d].captured.tree.fingerprint for d in (first, again)]
-    assert fingerprints[0] == fingerprints[1]
+    assert first_tree.fingerprint == cs._records[again].captured.tree.fingerprint
     tree = cs._records[again].captured.tree
     args = " ".join(repr(n.args) for n in tree.walk())
     assert "bloom:" in args and "[B@" not in args, "filter literal not named by its content"

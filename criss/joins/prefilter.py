@@ -5,7 +5,8 @@ whose key occurs among the small input's distinct keys (a left-semi join against
 broadcast key set), so the join's shuffle moves only those rows. Chosen per join from
 measured statistics: row counts and distinct-key counts of both inputs (QTree statistics
 when present, else one cheap aggregate per input, stored in the QTree's meta table keyed by
-the input's fingerprint so a repeated query never measures again), the big input's row
+the fingerprint of the rows the input projects (``qtree.star.key_source``) so a repeated
+query, or another projection of the same rows, never measures again), the big input's row
 width, and ``policies.filters.semi_prefilter``'s cost model.
 
 The distinct-key set is a plain DataFrame subtree (``Aggregate`` over the small input), so
@@ -23,7 +24,15 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies import filters as policy
-from qtree.star import EquiKey, equi_keys, has_equality, operand, operand_label
+from qtree.star import (
+    EquiKey,
+    equi_keys,
+    has_equality,
+    key_source,
+    operand,
+    operand_label,
+    whole_table,
+)
 
 from . import JoinChoice, Verdicts
 
@@ -75,6 +84,9 @@ class InputFacts:
     """What the filter optimizations know about one join input before running it."""
 
     fingerprint: str
+    #: Fingerprint its key measurements are stored under, shared by every projection of
+    #: the same rows (see ``qtree.star.key_source``).
+    measure_key: str
     deterministic: bool
     #: True when the input is a scan with filters/projects only (cheap to measure).
     simple: bool
@@ -82,6 +94,8 @@ class InputFacts:
     rows: int | None
     #: Whether it recurs enough to spend a measurement job on (see JoinContext.may_measure).
     may_measure: bool = True
+    #: Every row of one table (no filter but IsNotNull): see ``qtree.star.whole_table``.
+    whole_table: bool = False
 
 
 def input_facts(
@@ -91,10 +105,12 @@ def input_facts(
     ops = [n.op for n in facts.node.walk()]
     return InputFacts(
         fingerprint=facts.fingerprint,
+        measure_key=key_source(facts.node).fingerprint,
         deterministic=facts.deterministic,
         simple=all(op in ("Project", "Filter", "LogicalRelation") for op in ops),
         rows=facts.rows,
         may_measure=context.may_measure(facts),
+        whole_table=whole_table(facts.node),
     )
 
 
@@ -107,8 +123,9 @@ def measure_keys(
 ) -> dict[str, Any] | None:
     """Rows and approximate distinct counts of key expressions of one input.
 
-    Stored in the QTree's meta table under the input's fingerprint (which changes with the
-    input's plan and files), so each input is measured once across queries and sessions.
+    Stored in the QTree's meta table under ``fingerprint``, the input's key source (which
+    changes with the input's rows and files, not with the columns it keeps), so each input
+    is measured once across queries and sessions.
     None when they are unknown and ``may_measure`` is False (an input seen too rarely).
     """
     from pyspark.sql import functions as F
@@ -260,7 +277,7 @@ def measure_sides(
         known = measure_keys(
             context,
             plan.side(site.path, which),
-            facts[which].fingerprint,
+            facts[which].measure_key,
             {label: column},
             facts[which].may_measure,
         )

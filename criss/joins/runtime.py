@@ -8,9 +8,11 @@ before they are shuffled and joined with the lower dimensions.
 Runs on the lowest join of the chain (innermost joins are visited first): its fact input
 is replaced by the fact input semi-joined against each chosen dimension's distinct keys
 (``prefilter.semi_filter``), and the join itself is rebuilt over it with its original
-condition; the joins above are untouched and still do the real joining. Each filter is
-chosen from measured statistics (rows and distinct keys of the fact input and of each
-dimension, stored under their fingerprints) by ``policies.filters.star_filters``.
+condition; the joins above are untouched and still do the real joining. Only dimensions
+that filter their table are candidates (a whole table's keys drop no fact row with a
+partner, so it is never measured), and each is chosen from measured statistics (rows
+and distinct keys of the fact input and of each dimension, stored under their key
+sources' fingerprints) by ``policies.filters.star_filters``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from qtree.star import (
 
 from . import JoinChoice, Verdicts
 from .prefilter import (
+    InputFacts,
     broadcast_threshold,
     distinct_keys,
     input_facts,
@@ -133,9 +136,14 @@ class RuntimeFilters(Verdicts):
         if not any(_shuffled(plan, f, threshold) for f in filters):
             reason = "every dimension is broadcast: the fact input is never shuffled"
             return self._choice(site, False, reason, {"filters": len(filters)})
-        measured = self._measure(
-            plan, site, context, which, fact.fingerprint, filters, fact.may_measure
-        )
+        dimensions = self._dimensions(plan, context, filters)
+        if not dimensions:
+            reason = (
+                "no dimension is a filtered scan (a whole table drops no fact row that has a "
+                "partner; inputs with joins below are not measured)"
+            )
+            return self._choice(site, False, reason, {"filters": len(filters)})
+        measured = self._measure(plan, site, context, which, fact, dimensions)
         usable = [(f, m) for f, m in measured if m is not None]
         if not usable:
             return self._choice(
@@ -155,48 +163,60 @@ class RuntimeFilters(Verdicts):
         details = decision.details | {"dimensions": [_describe(plan, f) for f in kept]}
         return frame, self._choice(site, True, decision.reason, details)
 
+    def _dimensions(
+        self, plan: JoinPlan, context: JoinContext, filters: list[StarFilter]
+    ) -> list[tuple[StarFilter, InputFacts]]:
+        """The filters whose dimension may drop fact rows, judged without running a job:
+        a simple, deterministic input that filters its table (not a whole table)."""
+        found = []
+        for f in filters:
+            dim = input_facts(context, plan, f.join_path, f.dim_side)
+            if dim.simple and dim.deterministic and not dim.whole_table:
+                found.append((f, dim))
+        return found
+
     def _measure(
         self,
         plan: JoinPlan,
         site: JoinSite,
         context: JoinContext,
         which: str,
-        fingerprint: str,
-        filters: list[StarFilter],
-        may_measure: bool,
-    ) -> list[tuple[StarFilter, tuple[int, float, float] | None]]:
-        """(fact rows, survival, dimension keys, key width) per filter, None if unmeasurable."""
-        labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in filters}
-        fact_columns = {
-            labels[f]: plan.condition_column(f.join_path, f.fact_operand) for f in filters
-        }
-        fact = measure_keys(
-            context, plan.side(site.path, which), fingerprint, fact_columns, may_measure
-        )
-        if fact is None:
-            return [(f, None) for f in filters]
-        out: list[tuple[StarFilter, Any]] = []
-        for f in filters:
-            dim = input_facts(context, plan, f.join_path, f.dim_side)
-            if not (dim.simple and dim.deterministic):
-                out.append((f, None))
-                continue
+        fact: InputFacts,
+        dimensions: list[tuple[StarFilter, InputFacts]],
+    ) -> list[tuple[StarFilter, tuple[int, float, int, float] | None]]:
+        """(fact rows, survival, dimension keys, key width) per filter, None if unmeasurable.
+
+        The dimensions first: the fact input (the big one) is measured only if one of them
+        could be."""
+        dim_keys: dict[StarFilter, int | None] = {}
+        for f, dim in dimensions:
             label = operand_label(_operand(plan, f, f.dim_operand))
             column = plan.condition_column(f.join_path, f.dim_operand)
             known = measure_keys(
                 context,
                 plan.side(f.join_path, f.dim_side),
-                dim.fingerprint,
+                dim.measure_key,
                 {label: column},
                 dim.may_measure,
             )
-            if known is None:
+            dim_keys[f] = known["ndv"][label] if known is not None else None
+        if all(k is None for k in dim_keys.values()):
+            return [(f, None) for f in dim_keys]
+        labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in dim_keys}
+        fact_columns = {
+            labels[f]: plan.condition_column(f.join_path, f.fact_operand) for f in dim_keys
+        }
+        known = measure_keys(
+            context, plan.side(site.path, which), fact.measure_key, fact_columns, fact.may_measure
+        )
+        out: list[tuple[StarFilter, Any]] = []
+        for f, keys in dim_keys.items():
+            if known is None or keys is None:
                 out.append((f, None))
                 continue
-            keys = known["ndv"][label]
-            survival = min(1.0, keys / max(1, fact["ndv"][labels[f]]))
+            survival = min(1.0, keys / max(1, known["ndv"][labels[f]]))
             width = operand_width(_operand(plan, f, f.dim_operand))
-            out.append((f, (fact["rows"], survival, keys, width)))
+            out.append((f, (known["rows"], survival, keys, width)))
         return out
 
     def _filtered_join(
