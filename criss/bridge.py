@@ -152,16 +152,7 @@ class CatalystBridge:
         at: tuple[int, ...] = (),
     ) -> Any:
         """The plan under ``at`` with every subtree at a path in ``replacements`` swapped."""
-        if at in replacements:
-            return replacements[at]
-        node = captured.node_at(at)
-        if not any(len(p) > len(at) and p[: len(at)] == at for p in replacements):
-            return node
-        kids = [
-            self.substitute(captured, replacements, at + (i,))
-            for i in range(node.children().size())
-        ]
-        return node.withNewChildren(self.seq(kids))
+        return _with_replacements(self, captured.root, replacements, at)
 
     def partitioned(self, plan: Any) -> PartitionedResult:
         """Prepare ``plan``'s result for a partition-by-partition write (see PartitionedResult)."""
@@ -496,10 +487,7 @@ class CapturedPlan:
         return found
 
     def node_at(self, path: tuple[int, ...]) -> Any:
-        node = self.root
-        for index in path:
-            node = node.children().apply(index)
-        return node
+        return _node_at(self.root, path)
 
     def label_at(self, path: tuple[int, ...], width: int = 120) -> str:
         return str(self.node_at(path).simpleString(width))
@@ -644,10 +632,7 @@ class JoinPlan:
         return [identity for identity in found if identity is not None]
 
     def node_at(self, path: tuple[int, ...]) -> Any:
-        node = self.root
-        for index in path:
-            node = node.children().apply(index)
-        return node
+        return _node_at(self.root, path)
 
     def side(self, path: tuple[int, ...], which: str) -> DataFrame:
         """The join's ``left`` or ``right`` input as a DataFrame (same exprIds), including
@@ -684,13 +669,32 @@ class JoinPlan:
         return self.bridge.dataframe_of(self._rebuild(()))
 
     def _rebuild(self, at: tuple[int, ...]) -> Any:
-        if at in self.replaced:
-            return self.replaced[at]
-        node = self.node_at(at)
-        if not any(len(p) > len(at) and p[: len(at)] == at for p in self.replaced):
-            return node
-        kids = [self._rebuild(at + (i,)) for i in range(node.children().size())]
-        return node.withNewChildren(self.bridge.seq(kids))
+        return _with_replacements(self.bridge, self.root, self.replaced, at)
+
+
+def _node_at(root: Any, path: tuple[int, ...]) -> Any:
+    """The JVM plan node at ``path`` (child indices) under ``root``."""
+    node = root
+    for index in path:
+        node = node.children().apply(index)
+    return node
+
+
+def _with_replacements(
+    bridge: CatalystBridge, root: Any, replacements: dict[tuple[int, ...], Any], at: tuple[int, ...]
+) -> Any:
+    """The JVM plan under ``root``'s node at ``at`` with the subtree at each path of
+    ``replacements`` swapped in: its ancestors rebuilt, every other subtree shared."""
+    if at in replacements:
+        return replacements[at]
+    node = _node_at(root, at)
+    if not any(len(p) > len(at) and p[: len(at)] == at for p in replacements):
+        return node
+    kids = [
+        _with_replacements(bridge, root, replacements, at + (i,))
+        for i in range(node.children().size())
+    ]
+    return node.withNewChildren(bridge.seq(kids))
 
 
 # -- join rewrites: filter-based joins (criss.joins.prefilter / runtime / bloom) --

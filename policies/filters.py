@@ -173,24 +173,56 @@ def bloom_join(
     return Decision(True, f"fpp {p:.3%} ({bits} bits); est. {plain:.2f}s -> {bloom:.2f}s", details)
 
 
-def star_filters(
-    fact_rows: int, fact_width: float, filters: list[tuple[float, int, float]]
-) -> Decision:
+@dataclass(frozen=True)
+class StarJoin:
+    """One join of a star's chain above the fact input, as the LIP model sees it."""
+
+    #: Fraction of fact rows with a partner in the dimension (1.0 when not measured).
+    survival: float = 1.0
+    #: Distinct keys of the dimension (its key set's size), 0 when not measured.
+    keys: int = 0
+    key_width: float = 8.0
+    #: Whether Spark shuffles the fact side here (the dimension is too big to broadcast).
+    shuffled: bool = True
+    #: Whether its key filter may be applied at the fact input (a measured, filtered dimension).
+    candidate: bool = False
+
+
+def chain_shuffle_seconds(
+    fact_rows: int, fact_width: float, chain: list[StarJoin], at_scan: set[int]
+) -> float:
+    """Seconds the chain's shuffle joins spend moving fact rows, when the filters in
+    ``at_scan`` are applied at the fact input: the rows reaching a join are those left by
+    the filters at the scan and by the joins below it."""
+    rows = fact_rows * math.prod(chain[i].survival for i in at_scan)
+    seconds = 0.0
+    for i, join in enumerate(chain):
+        if join.shuffled:
+            seconds += shuffle_seconds(rows, fact_width)
+        if i not in at_scan:
+            rows *= join.survival
+    return seconds
+
+
+def star_filters(fact_rows: int, fact_width: float, chain: list[StarJoin]) -> Decision:
     """Which dimension key filters to apply at a star join's fact input (LIP, seed 003).
 
-    ``filters`` holds (survival, keys, key width) per candidate. Filters keeping more than
-    ``MAX_FILTER_SURVIVAL`` are dropped; the rest are applied if together their cost is
-    below the fact bytes they keep out of the joins above. ``details["keep"]`` lists the
+    ``chain`` holds the joins above the fact input, lowest first. A filter pays only where
+    it keeps fact rows out of a shuffle join *below* its own join (a dimension broadcast
+    at the lowest join already filters before anything is shuffled). Candidates keeping
+    more than ``MAX_FILTER_SURVIVAL`` are dropped; the rest are applied if their cost plus
+    the shuffles left is below the plain chain's shuffles. ``details["keep"]`` lists the
     indices kept.
     """
-    keep = [i for i, (s, _, _) in enumerate(filters) if s <= MAX_FILTER_SURVIVAL]
-    survival = math.prod(filters[i][0] for i in keep) if keep else 1.0
-    plain = shuffle_seconds(fact_rows, fact_width)
-    cost = sum(key_filter_seconds(filters[i][1], filters[i][2], fact_rows) for i in keep)
-    filtered = cost + survival * plain
+    keep = [i for i, j in enumerate(chain) if j.candidate and j.survival <= MAX_FILTER_SURVIVAL]
+    survival = math.prod(chain[i].survival for i in keep) if keep else 1.0
+    plain = chain_shuffle_seconds(fact_rows, fact_width, chain, set())
+    cost = sum(key_filter_seconds(chain[i].keys, chain[i].key_width, fact_rows) for i in keep)
+    filtered = cost + chain_shuffle_seconds(fact_rows, fact_width, chain, set(keep))
     details = {
         "fact_rows": fact_rows,
-        "survivals": [round(s, 4) for s, _, _ in filters],
+        "survivals": [round(j.survival, 4) for j in chain if j.candidate],
+        "shuffled": [i for i, j in enumerate(chain) if j.shuffled],
         "keep": keep,
         "survival": round(survival, 4),
         "est_plain_s": round(plain, 3),

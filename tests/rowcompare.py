@@ -8,10 +8,17 @@ from decimal import Decimal
 from typing import Any
 
 
+def _is_nan(v: Any) -> bool:
+    return isinstance(v, float) and math.isnan(v)
+
+
 def _sort_key(row: Sequence[Any]) -> tuple:
+    # NaN sorts after every number, as Spark orders it (and compares equal to itself)
     return tuple(
         (0, "")
         if v is None
+        else (3, "")
+        if _is_nan(v)
         else (1, round(v, 6) if isinstance(v, float) else v)
         if isinstance(v, (int, float, Decimal))
         else (2, str(v))
@@ -23,6 +30,8 @@ def _close(a: Any, b: Any, rel: float) -> bool:
     if isinstance(a, float) or isinstance(b, float):
         if a is None or b is None:
             return a is b
+        if _is_nan(a) or _is_nan(b):
+            return _is_nan(a) and _is_nan(b)
         return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
     return a == b
 

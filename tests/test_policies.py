@@ -51,3 +51,22 @@ def test_best_operator_per_branch():
     high = Candidate("high", (low,), collect_score(ref=2, height=2))
     assert best_per_branch(high) == ["low"]
     assert measured_score(-1.0) is None
+
+
+def test_lip_filter_pays_only_below_its_join_where_the_fact_is_shuffled():
+    from policies.filters import StarJoin, star_filters
+
+    selective = StarJoin(survival=0.002, keys=1_000, key_width=8, shuffled=False, candidate=True)
+    shuffled_whole_table = StarJoin(shuffled=True)
+    # the selective dimension is broadcast at the lowest join: it filters the fact rows
+    # before the shuffle above anyway, so its key set at the scan only adds cost
+    below = star_filters(6_000_000, 40, [selective, shuffled_whole_table])
+    assert not below.chosen and below.details["shuffled"] == [1], below
+    # the same dimension joined above the shuffle: at the scan it keeps 99.8 % of the fact
+    # rows out of that shuffle
+    above = star_filters(6_000_000, 40, [shuffled_whole_table, selective])
+    assert above.chosen and above.details["keep"] == [1], above
+    assert above.details["est_filtered_s"] < 0.25 * above.details["est_plain_s"]
+    # nothing shuffled at all: nothing to save
+    broadcast = StarJoin(shuffled=False)
+    assert not star_filters(6_000_000, 40, [broadcast, selective]).chosen

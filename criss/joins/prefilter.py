@@ -187,6 +187,12 @@ def broadcast_threshold(context: JoinContext) -> int:
         return 10 << 20
 
 
+def adaptive(context: JoinContext) -> bool:
+    """Whether adaptive execution re-plans joins from the real sizes of their inputs."""
+    value = context.session.spark.conf.get("spark.sql.adaptive.enabled", "true")
+    return str(value).lower() == "true"
+
+
 #: Inputs whose rows a key filter may drop: both for inner joins, the null-supplying one
 #: for outer joins (a preserved input keeps its unmatched rows).
 _FILTERABLE = {"INNER": ["left", "right"], "LEFT OUTER": ["right"], "RIGHT OUTER": ["left"]}

@@ -3,7 +3,8 @@
 Spark plans ``p BETWEEN s AND e`` or ``a.s <= b.e AND b.s <= a.e`` without equi keys as a
 nested loop over all pairs of rows. Here such a join becomes an equi-join on
 ``(level, bucket)``: every row's interval ``[lo, hi]`` (a point is ``lo = hi``) is mapped to
-the key domain (numbers as double, dates by ``unix_date``, timestamps by ``unix_micros``),
+the key domain (numbers as double, NaN and infinities of floating-point ends mapped to
+finite limits, dates by ``unix_date``, timestamps by ``unix_micros``),
 the interval side is exploded into the buckets ``floor(lo / w) .. floor(hi / w)`` of its
 length class (level ``l`` has width ``w_l``; no interval covers more than ~``max_buckets``
 buckets), the other side gets its buckets at every level, and the join keeps the whole
@@ -44,7 +45,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("criss.joins.range")
 
 _JOIN_TYPES = {"INNER": "inner", "CROSS": "inner", "LEFT OUTER": "left", "RIGHT OUTER": "right"}
-_NUMERIC = ("byte", "short", "integer", "long", "decimal")
+_NUMERIC = ("byte", "short", "integer", "long", "decimal", "float", "double")
+#: Floating-point ends enter the key domain through a monotone map into finite doubles:
+#: NaN (which Spark orders above +Infinity) and +Infinity to +FLOAT_KEY_LIMIT, -Infinity to
+#: -FLOAT_KEY_LIMIT. Every pair the condition accepts still shares a bucket or meets in the
+#: index (the map keeps order, ties only add candidates), bucket numbers and index bounds
+#: stay finite (differences of keys cannot overflow), and the original condition decides.
+FLOAT_KEY_LIMIT = 2.0**1000
+_FLOATING = ("float", "double")
 #: Spark conf overriding ``RangeJoinModel.min_seconds`` (tests rewrite tiny joins with 0)
 MIN_SECONDS_CONF = "spark.criss.range.join.min.seconds"
 MIN_RATIO_CONF = "spark.criss.range.join.min.ratio"
@@ -93,7 +101,7 @@ class RangeJoin(Verdicts):
         kinds = {s.domain() for s in sides.values()}
         if None in kinds or len(kinds) != 1:
             types = {w: s.types for w, s in sides.items()}
-            return None, self._skip(site, f"bound types {types} not bucketable (float/mixed)")
+            return None, self._skip(site, f"bound types {types} not bucketable (mixed kinds)")
         preserved = {"LEFT OUTER": "left", "RIGHT OUTER": "right"}.get(site.join_type)
         if preserved is not None and found.point_side != preserved:
             return None, self._skip(
@@ -292,6 +300,9 @@ def _key(column: Column, type_name: str) -> Column:
         return F.unix_date(column).cast("double")
     if type_name == "timestamp":
         return F.unix_micros(column).cast("double")
+    if type_name in _FLOATING:
+        value, limit = column.cast("double"), F.lit(FLOAT_KEY_LIMIT)
+        return F.when(F.isnan(value), limit).otherwise(F.least(F.greatest(value, -limit), limit))
     return column.cast("double")
 
 

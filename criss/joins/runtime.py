@@ -33,6 +33,7 @@ from qtree.star import (
 from . import JoinChoice, Verdicts
 from .prefilter import (
     InputFacts,
+    adaptive,
     broadcast_threshold,
     distinct_keys,
     input_facts,
@@ -133,7 +134,7 @@ class RuntimeFilters(Verdicts):
         if not any(f.join_path != site.path for f in filters):
             return None  # not a star: the adjacent join alone is the semi prefilter's case
         threshold = broadcast_threshold(context)
-        if not any(_shuffled(plan, f, threshold) for f in filters):
+        if not any(_shuffled(plan, context, f, threshold) for f in filters):
             reason = "every dimension is broadcast: the fact input is never shuffled"
             return self._choice(site, False, reason, {"filters": len(filters)})
         dimensions = self._dimensions(plan, context, filters)
@@ -143,8 +144,8 @@ class RuntimeFilters(Verdicts):
                 "partner; inputs with joins below are not measured)"
             )
             return self._choice(site, False, reason, {"filters": len(filters)})
-        measured = self._measure(plan, site, context, which, fact, dimensions)
-        usable = [(f, m) for f, m in measured if m is not None]
+        measured = {f: m for f, m in self._measure(plan, site, context, which, fact, dimensions)}
+        usable = {f: m for f, m in measured.items() if m is not None}
         if not usable:
             return self._choice(
                 site,
@@ -152,13 +153,12 @@ class RuntimeFilters(Verdicts):
                 "no dimension measured (joins below without statistics, or inputs seen in "
                 f"fewer than min_ref={context.session.options.min_ref} queries)",
             )
-        fact_rows = usable[0][1][0]
-        decision = policy.star_filters(
-            fact_rows, row_width(side.columns), [m[1:] for _, m in usable]
-        )
+        fact_rows = next(iter(usable.values()))[0]
+        chain = self._chain(plan, context, filters, usable, threshold)
+        decision = policy.star_filters(fact_rows, row_width(side.columns), chain)
         if not decision.chosen:
             return self._choice(site, False, decision.reason, decision.details)
-        kept = [usable[i][0] for i in decision.details["keep"]]
+        kept = [filters[i] for i in decision.details["keep"]]
         frame = self._filtered_join(plan, site, which, kept)
         details = decision.details | {"dimensions": [_describe(plan, f) for f in kept]}
         return frame, self._choice(site, True, decision.reason, details)
@@ -175,6 +175,32 @@ class RuntimeFilters(Verdicts):
                 found.append((f, dim))
         return found
 
+    def _chain(
+        self,
+        plan: JoinPlan,
+        context: JoinContext,
+        filters: list[StarFilter],
+        measured: dict[StarFilter, tuple[int, float, int, float, int]],
+        threshold: int,
+    ) -> list[policy.StarJoin]:
+        """The star's joins, lowest first, as the LIP model sees them: measured filters are
+        candidates, and a join shuffles the fact side unless its dimension, at its measured
+        size, is broadcast (by adaptive execution if not by the plan)."""
+        chain, joins = [], set()
+        for f in filters:
+            m = measured.get(f)
+            first_key_of_join = f.join_path not in joins
+            joins.add(f.join_path)
+            shuffled = first_key_of_join and _shuffled(
+                plan, context, f, threshold, m[4] if m else None
+            )
+            if m is None:
+                chain.append(policy.StarJoin(shuffled=shuffled))
+            else:
+                _, survival, keys, width, _ = m
+                chain.append(policy.StarJoin(survival, keys, width, shuffled, candidate=True))
+        return chain
+
     def _measure(
         self,
         plan: JoinPlan,
@@ -183,12 +209,13 @@ class RuntimeFilters(Verdicts):
         which: str,
         fact: InputFacts,
         dimensions: list[tuple[StarFilter, InputFacts]],
-    ) -> list[tuple[StarFilter, tuple[int, float, int, float] | None]]:
-        """(fact rows, survival, dimension keys, key width) per filter, None if unmeasurable.
+    ) -> list[tuple[StarFilter, tuple[int, float, int, float, int] | None]]:
+        """(fact rows, survival, dimension keys, key width, dimension rows) per filter, None
+        if unmeasurable.
 
         The dimensions first: the fact input (the big one) is measured only if one of them
         could be."""
-        dim_keys: dict[StarFilter, int | None] = {}
+        dim_keys: dict[StarFilter, tuple[int, int] | None] = {}
         for f, dim in dimensions:
             label = operand_label(_operand(plan, f, f.dim_operand))
             column = plan.condition_column(f.join_path, f.dim_operand)
@@ -199,7 +226,7 @@ class RuntimeFilters(Verdicts):
                 {label: column},
                 dim.may_measure,
             )
-            dim_keys[f] = known["ndv"][label] if known is not None else None
+            dim_keys[f] = (known["ndv"][label], known["rows"]) if known is not None else None
         if all(k is None for k in dim_keys.values()):
             return [(f, None) for f in dim_keys]
         labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in dim_keys}
@@ -210,13 +237,14 @@ class RuntimeFilters(Verdicts):
             context, plan.side(site.path, which), fact.measure_key, fact_columns, fact.may_measure
         )
         out: list[tuple[StarFilter, Any]] = []
-        for f, keys in dim_keys.items():
-            if known is None or keys is None:
+        for f, dim in dim_keys.items():
+            if known is None or dim is None:
                 out.append((f, None))
                 continue
+            keys, dim_rows = dim
             survival = min(1.0, keys / max(1, known["ndv"][labels[f]]))
             width = operand_width(_operand(plan, f, f.dim_operand))
-            out.append((f, (known["rows"], survival, keys, width)))
+            out.append((f, (known["rows"], survival, keys, width, dim_rows)))
         return out
 
     def _filtered_join(
@@ -240,11 +268,27 @@ def _operand(plan: JoinPlan, f: StarFilter, path: tuple[int, ...]) -> Any:
     return operand(site.condition, path)
 
 
-def _shuffled(plan: JoinPlan, f: StarFilter, threshold: int) -> bool:
-    """Whether Spark would shuffle (not broadcast) at the join of ``f``."""
+def _shuffled(
+    plan: JoinPlan, context: JoinContext, f: StarFilter, threshold: int, rows: int | None = None
+) -> bool:
+    """Whether Spark shuffles (does not broadcast) at the join of ``f``.
+
+    Planned as a broadcast when Spark's estimate of the dimension is under the threshold;
+    otherwise adaptive execution still broadcasts it when its real size is: that size is
+    ``rows`` (measured) or the QTree's rows for the input, times its row width. Spark's
+    estimate of a filtered scan is the whole table's, so this is where they differ.
+    """
+    if threshold < 0:
+        return True
     site = next(s for s in plan.sites if s.path == f.join_path)
     dim = site.left if f.dim_side == "left" else site.right
-    return threshold < 0 or dim.estimated_bytes > threshold
+    if dim.estimated_bytes <= threshold:
+        return False
+    if not adaptive(context):
+        return True
+    if rows is None:
+        rows = context.side_facts(plan, f.join_path, f.dim_side).rows
+    return rows is None or rows * row_width(dim.columns) > threshold
 
 
 def _describe(plan: JoinPlan, f: StarFilter) -> str:
