@@ -85,7 +85,6 @@ class QueryRecord:
     counters: Counter = field(default_factory=Counter)
     planning_seconds: float = 0.0
     materialize_seconds: float = 0.0
-    #: Part of planning spent reading statistics off executed plans.
     fallback: str | None = None
     dry_run: bool = False
     #: The captured JVM plan, kept while the DataFrame lives so explain can label operators.

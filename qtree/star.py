@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from qtree.plan import Expr, PlanNode
+from qtree.rewrite import scan_only
 
 #: Expression classes whose value is not a function of their inputs: never filter on them.
 NONDETERMINISTIC = frozenset(
@@ -173,7 +174,7 @@ def row_source(node: PlanNode) -> PlanNode:
         node.op == "Project"
         and len(node.children) == 1
         and all(_is_attribute(e) for e in node.args.get("projectList", []))
-        and _scan(node.children[0])
+        and scan_only(node.children[0])
     ):
         node = node.children[0]
     return node
@@ -208,12 +209,6 @@ def whole_table(node: PlanNode) -> bool:
 
 def _is_attribute(expr: object) -> bool:
     return isinstance(expr, Expr) and expr.cls.endswith(".AttributeReference")
-
-
-def _scan(node: PlanNode) -> bool:
-    if not node.children:
-        return node.op == "LogicalRelation"
-    return node.op in TRANSPARENT and len(node.children) == 1 and _scan(node.children[0])
 
 
 def operand_label(expr: Expr) -> str:

@@ -171,6 +171,37 @@ def _check_keyed_join(spark, cs, sql: str, optimization: str):
     return df
 
 
+def test_join_rewritten_result_is_not_served_after_its_input_changed(
+    shuffle_joins, forced, tmp_path
+):
+    spark = shuffle_joins
+    root = tmp_path / "tables"
+    big = [(k % 50, k, f"b{k}") for k in range(2000)]
+    spark.createDataFrame(big, "k long, v long, s string").write.parquet(str(root / "big"))
+    spark.createDataFrame([(1, 10), (2, 20)], "k long, w long").write.parquet(str(root / "small"))
+    for name in ("big", "small"):
+        spark.read.parquet(str(root / name)).createOrReplaceTempView(f"jr_{name}")
+    sql = "select b.k, b.v, s.w from jr_big b join jr_small s on b.k = s.k"
+    cs = session(spark, tmp_path, runtime_filters=False, bloom_join=False)
+    first = cs.sql(sql)
+    assert_same_rows(first.collect(), spark.sql(sql).collect())
+    assert cs.report()["counters"]["joins_semi_prefilter"] == 1
+    repeat = cs.sql(sql)
+    assert_same_rows(repeat.collect(), spark.sql(sql).collect())
+    assert "via join-rewrite" in cs.explain(repeat)
+    # new rows for key 2 land in the big table: the rewritten result is stale now
+    more = [(2, 10_000 + k, "new") for k in range(30)]
+    spark.createDataFrame(more, "k long, v long, s string").write.mode("append").parquet(
+        str(root / "big")
+    )
+    changed = cs.sql(sql)
+    rows = changed.collect()
+    assert_same_rows(rows, spark.sql(sql).collect())
+    assert sum(1 for r in rows if r["v"] >= 10_000) == 30
+    assert "via join-rewrite" not in cs.explain(changed)
+    assert cs.report()["counters"]["rewrites_join_rewrite"] == 1
+
+
 def test_runtime_filters_star_join(shuffle_joins, forced, tmp_path):
     spark = shuffle_joins
     cs = session(spark, tmp_path, bloom_join=False)

@@ -17,7 +17,7 @@ sources' fingerprints) by ``policies.filters.star_filters``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from criss import bridge as bridge_module
 from policies import filters as policy
@@ -102,6 +102,17 @@ def _join_above(tree: PlanNode, path: tuple[int, ...]) -> bool:
     return False
 
 
+class _Measured(NamedTuple):
+    """One dimension filter as measured: the fact input's rows, the fraction of them whose
+    key the dimension holds, the dimension's distinct keys, key width and rows."""
+
+    fact_rows: int
+    survival: float
+    keys: int
+    key_width: float
+    dim_rows: int
+
+
 class RuntimeFilters(Verdicts):
     """Every filtered dimension's keys applied at the fact input of a star join."""
 
@@ -144,7 +155,7 @@ class RuntimeFilters(Verdicts):
                 "partner; inputs with joins below are not measured)"
             )
             return self._choice(site, False, reason, {"filters": len(filters)})
-        measured = {f: m for f, m in self._measure(plan, site, context, which, fact, dimensions)}
+        measured = dict(self._measure(plan, site, context, which, fact, dimensions))
         usable = {f: m for f, m in measured.items() if m is not None}
         if not usable:
             return self._choice(
@@ -153,7 +164,7 @@ class RuntimeFilters(Verdicts):
                 "no dimension measured (joins below without statistics, or inputs seen in "
                 f"fewer than min_ref={context.session.options.min_ref} queries)",
             )
-        fact_rows = next(iter(usable.values()))[0]
+        fact_rows = next(iter(usable.values())).fact_rows
         chain = self._chain(plan, context, filters, usable, threshold)
         decision = policy.star_filters(fact_rows, row_width(side.columns), chain)
         if not decision.chosen:
@@ -180,7 +191,7 @@ class RuntimeFilters(Verdicts):
         plan: JoinPlan,
         context: JoinContext,
         filters: list[StarFilter],
-        measured: dict[StarFilter, tuple[int, float, int, float, int]],
+        measured: dict[StarFilter, _Measured],
         threshold: int,
     ) -> list[policy.StarJoin]:
         """The star's joins, lowest first, as the LIP model sees them: measured filters are
@@ -192,13 +203,14 @@ class RuntimeFilters(Verdicts):
             first_key_of_join = f.join_path not in joins
             joins.add(f.join_path)
             shuffled = first_key_of_join and _shuffled(
-                plan, context, f, threshold, m[4] if m else None
+                plan, context, f, threshold, m.dim_rows if m else None
             )
             if m is None:
                 chain.append(policy.StarJoin(shuffled=shuffled))
             else:
-                _, survival, keys, width, _ = m
-                chain.append(policy.StarJoin(survival, keys, width, shuffled, candidate=True))
+                chain.append(
+                    policy.StarJoin(m.survival, m.keys, m.key_width, shuffled, candidate=True)
+                )
         return chain
 
     def _measure(
@@ -209,9 +221,8 @@ class RuntimeFilters(Verdicts):
         which: str,
         fact: InputFacts,
         dimensions: list[tuple[StarFilter, InputFacts]],
-    ) -> list[tuple[StarFilter, tuple[int, float, int, float, int] | None]]:
-        """(fact rows, survival, dimension keys, key width, dimension rows) per filter, None
-        if unmeasurable.
+    ) -> list[tuple[StarFilter, _Measured | None]]:
+        """What was measured for each filter, None if it could not be.
 
         The dimensions first: the fact input (the big one) is measured only if one of them
         could be."""
@@ -236,7 +247,7 @@ class RuntimeFilters(Verdicts):
         known = measure_keys(
             context, plan.side(site.path, which), fact.measure_key, fact_columns, fact.may_measure
         )
-        out: list[tuple[StarFilter, Any]] = []
+        out: list[tuple[StarFilter, _Measured | None]] = []
         for f, dim in dim_keys.items():
             if known is None or dim is None:
                 out.append((f, None))
@@ -244,7 +255,7 @@ class RuntimeFilters(Verdicts):
             keys, dim_rows = dim
             survival = min(1.0, keys / max(1, known["ndv"][labels[f]]))
             width = operand_width(_operand(plan, f, f.dim_operand))
-            out.append((f, (known["rows"], survival, keys, width, dim_rows)))
+            out.append((f, _Measured(known["rows"], survival, keys, width, dim_rows)))
         return out
 
     def _filtered_join(
