@@ -102,6 +102,9 @@ class CrissOptions:
     alluxio_mount: str | None = None
     alluxio_capacity: int | None = None
     alluxio_bandwidth: float | None = None
+    #: Cached results up to this size (bytes of Parquet) are read on the driver with pyarrow
+    #: and handed to Spark as a local relation, which spares a read job per query; 0: never.
+    local_read_bytes: int = 2 << 20
     #: Python UDF names trusted to be deterministic.
     allowed_udfs: tuple[str, ...] = ()
     #: Seconds to wait for a catalog lock held by another application before running uncached.
@@ -160,7 +163,7 @@ class CrissOptions:
         for name in ("memory_bandwidth", "disk_bandwidth", "alluxio_bandwidth", "codec_rate"):
             if name in out:
                 out[name] = float(parse_bytes(out[name], name))
-        for name in ("memory_capacity", "disk_capacity", "alluxio_capacity"):
+        for name in ("memory_capacity", "disk_capacity", "alluxio_capacity", "local_read_bytes"):
             if name in out:
                 out[name] = parse_bytes(out[name], name)
         for name, allowed in (

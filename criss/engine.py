@@ -13,7 +13,7 @@ import warnings
 import weakref
 from collections import Counter
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
@@ -30,6 +30,7 @@ from qtree.plan import PlanNode
 from qtree.rewrite import (
     Relative,
     Reuse,
+    final_ordering,
     outside,
     plan_reuse,
     result_node,
@@ -105,7 +106,7 @@ class CrissSession:
         self.policy = get_policy(options.policy)
         self.cache = open_cache(spark, options, self.home, self.qtree, self.policy)
         self.history = QueryHistory(self.home / "catalog.db", timeout=options.catalog_timeout)
-        self.bridge = CatalystBridge(spark)
+        self.bridge = CatalystBridge(spark, local_read_bytes=options.local_read_bytes)
         self.joins = JoinOptimizer(self)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -406,6 +407,7 @@ class _Planner:
         chosen = self._choose(tree, observations, reused)
         for node in sorted(chosen, key=lambda n: -len(n.path)):
             self._materialize(captured, node)
+        self._serve_in_order(captured, tree)
         self._explain(tree, observations, reused, {n.path for n in chosen})
         if not self.replacements:
             return self.df
@@ -514,6 +516,31 @@ class _Planner:
             cached = self._read(captured, reuse.path, key)
             return wanted.withNewChildren(self.s.bridge.seq([cached]))
         return self._read(captured, reuse.path, key, reuse.columns)
+
+    def _serve_in_order(self, captured: CapturedPlan, tree: PlanNode) -> None:
+        """Serve a small cached result under the query's final ORDER BY already sorted, as a
+        local relation in place of the Sort: Spark then runs no job for the query at all."""
+        result = result_node(tree)
+        ordering = final_ordering(tree)
+        if ordering is None or result.path not in self.replacements:
+            return
+        reuse = self.reuse_rules.get(result.path)
+        if reuse is not None and reuse.rule == "exchange-repartition":
+            return
+        key = reuse.fingerprint if reuse is not None else result.fingerprint
+        columns = reuse.columns if reuse is not None else None
+        if key not in self.files:
+            return
+        sort_path, keys = ordering
+        if columns is not None:  # keys name the result's columns; the files hold the entry's
+            keys = tuple(replace(k, column=columns[k.column]) for k in keys)
+        plan = self.s.bridge.ordered_read_plan(
+            captured.node_at(sort_path), key, self.files[key], self.schemas[key], keys, columns
+        )
+        if plan is not None:
+            del self.replacements[result.path]
+            self.replacements[sort_path] = plan
+            self.record.counters["results_ordered_on_driver"] += 1
 
     def _open(self, captured: CapturedPlan, reuse: Reuse) -> _Served | None:
         """Promote, pin and (for missing partitions) recompute the entry ``reuse`` reads."""
@@ -878,6 +905,8 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
     ]
     if record.fallback:
         lines.append(f"  fell back to plain Spark: {record.fallback}")
+    if record.counters.get("results_ordered_on_driver"):
+        lines.append("  result: read on the driver and put in ORDER BY order there (no Spark job)")
     for choice in record.joins:
         lines.append(f"  join: {choice.describe()}")
     for d in record.operators:

@@ -38,6 +38,7 @@ COUNTERS = (
     "fallbacks",
     "invalidated",
     "statistics_from_execution",
+    "results_ordered_on_driver",
 )
 
 

@@ -224,8 +224,31 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+#: Operators that hand their input's rows on in the same order.
+ORDER_PASSING = frozenset(
+    {"Project", "Filter", "SubqueryAlias", "View", "GlobalLimit", "LocalLimit", "Offset"}
+)
+#: Why an operator above a query's final ORDER BY is not cached: a read returns its rows
+#: in file order, not in the order the query promises.
+ORDER_BOUND = "its rows are in the order of the query's final ORDER BY"
+
+
+def mark_order_bound(root: PlanNode) -> PlanNode:
+    """Mark the operators between the root and a final global Sort as ``ORDER_BOUND``."""
+    chain = [root]
+    while chain[-1].op in ORDER_PASSING and len(chain[-1].children) == 1:
+        chain.append(chain[-1].children[0])
+    if chain[-1].op != "Sort" or len(chain) == 1:
+        return root
+    node = chain[-1]
+    for above in reversed(chain[:-1]):
+        reason = above.uncacheable or ORDER_BOUND
+        node = above.with_(children=(node,), uncacheable=reason)
+    return node
+
+
 def canonicalize(root: PlanNode, rules: Iterable[Rule] = RULES) -> PlanNode:
-    """Apply ``rules`` to every operator bottom-up and return the canonical tree."""
+    """Apply ``rules`` to every operator bottom-up, then mark what a final ORDER BY binds."""
     rules = tuple(rules)
 
     def visit(node: PlanNode) -> PlanNode:
@@ -234,4 +257,4 @@ def canonicalize(root: PlanNode, rules: Iterable[Rule] = RULES) -> PlanNode:
             node = rule(node)
         return node
 
-    return visit(root)
+    return mark_order_bound(visit(root))

@@ -9,10 +9,11 @@ import hashlib
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
-from qtree.canonical import NEVER_STORED, expression_key
+from qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
 from qtree.fingerprint import operator_digest
-from qtree.plan import PlanNode
+from qtree.plan import Expr, PlanNode
 
 
 def storable(node: PlanNode) -> bool:
@@ -44,9 +45,60 @@ def unprojected_scan(node: PlanNode) -> bool:
 def result_node(root: PlanNode) -> PlanNode:
     """The query's result below any final ordering/limit wrapper (whose order a read loses)."""
     node = root
-    while not storable(node) and len(node.children) == 1 and node.uncacheable is None:
+    while (
+        not storable(node) and len(node.children) == 1 and node.uncacheable in (None, ORDER_BOUND)
+    ):
         node = node.children[0]
     return node
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One key of a final ORDER BY: a column of the query's result and its direction."""
+
+    column: int
+    descending: bool
+    nulls_first: bool
+
+
+def final_ordering(root: PlanNode) -> tuple[tuple[int, ...], tuple[SortKey, ...]] | None:
+    """The path of the global Sort right above the query's result, and its keys, when every
+    key is a plain column of the result (so the sort can be applied to its cached rows)."""
+    result = result_node(root)
+    if not result.path:
+        return None
+    sort = root
+    for index in result.path[:-1]:
+        sort = sort.children[index]
+    if sort.op != "Sort" or sort.args.get("global") is not True:
+        return None
+    keys = []
+    for order in sort.args.get("order", []):
+        key = _sort_key(order)
+        if key is None:
+            return None
+        keys.append(key)
+    return (sort.path, tuple(keys)) if keys else None
+
+
+def _sort_key(order: Any) -> SortKey | None:
+    if not isinstance(order, Expr) or not order.cls.endswith(".SortOrder"):
+        return None
+    (child,) = order.children or (None,)
+    if child is None or not child.cls.endswith(".AttributeReference"):
+        return None
+    fields = dict(order.fields)
+    expr_id = dict(dict(child.fields).get("exprId", ()))
+    position = expr_id.get("id")
+    if not isinstance(position, int) or position < 0:
+        return None  # canonical ids are positions in the child's output
+    direction = str(dict(fields.get("direction", ())).get("object", ""))
+    nulls = str(dict(fields.get("nullOrdering", ())).get("object", ""))
+    if not direction.endswith(("Ascending$", "Descending$")) or not nulls.endswith(
+        ("NullsFirst$", "NullsLast$")
+    ):
+        return None
+    return SortKey(position, direction.endswith("Descending$"), nulls.endswith("NullsFirst$"))
 
 
 @dataclass(frozen=True)

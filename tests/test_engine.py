@@ -52,3 +52,103 @@ def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
         assert cs.last_query_summary().get("fallback") is None, cs.explain(df)
         if variant == "v30":
             assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
+
+
+def _leaf_scans(df) -> str:
+    return df._jdf.queryExecution().executedPlan().toString()
+
+
+def test_small_results_are_read_on_the_driver_with_exact_values(spark, tmp_path):
+    """A small cached result comes back as a local relation (no read job), value for value;
+    timestamps, which Parquet's INT96 would shift, still go through Spark's reader."""
+    path = str(tmp_path / "typed")
+    spark.sql(
+        """
+        select id, id % 3 = 0 b, cast(id as tinyint) t, cast(id as smallint) s, cast(id as int) i,
+               cast(id / 7 as float) f,
+               case when id = 1 then double('NaN') when id = 2 then -0.0 else id / 3 end d,
+               cast(id * 1.25 as decimal(12, 2)) m, cast(id as decimal(30, 10)) wide,
+               concat('k', id, '\u00e9') str, date_add(date'1995-01-01', cast(id as int)) dt,
+               cast(concat('b', id) as binary) bin,
+               timestamp'2024-03-10 01:30:00' + make_interval(0, 0, 0, 0, cast(id as int)) ts
+        from range(0, 40)
+        """
+    ).union(
+        spark.sql(
+            "select 99, null, null, null, null, null, null, null, null, null, null, null, null"
+        )
+    ).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("typed_t")
+    untimed = "select * except (ts) from typed_t where id > 0"
+    timed = "select id, ts from typed_t where id > 0"
+    local = criss.session(spark, home=str(tmp_path / "local"))
+    via_spark = criss.session(spark, home=str(tmp_path / "spark"), local_read_bytes=0)
+    for sql, cs, leaf in (
+        (untimed, local, "LocalTableScan"),
+        (timed, local, "FileScan parquet"),
+        (untimed, via_spark, "FileScan parquet"),
+    ):
+        expected = spark.sql(sql).collect()
+        for occurrence in range(2):
+            df = cs.sql(sql)
+            assert df.schema.fieldNames() == spark.sql(sql).schema.fieldNames()
+            rows = df.collect()
+            assert_same_rows(rows, expected)
+            assert sorted(map(repr, rows)) == sorted(map(repr, expected))  # types and -0.0 too
+            summary = cs.last_query_summary()
+            assert summary.get("operators_reused" if occurrence else "operators_cached", 0) >= 1
+            assert leaf in _leaf_scans(df)
+    local.close()
+    via_spark.close()
+
+
+@pytest.mark.parametrize(
+    "order_by",
+    [
+        "d, id",
+        "d desc, id",
+        "d asc nulls last, id desc",
+        "d desc nulls first, id",
+        "s, m desc, id",
+        "s desc nulls first, dt, id",
+        "dt desc, b, id",
+        "bin, f desc nulls last, id",
+    ],
+)
+def test_cached_results_are_put_in_order_by_order_on_the_driver(spark, tmp_path, order_by):
+    """Served without a Spark job, a cached result under ORDER BY comes in Spark's order:
+    NaN above all numbers, -0.0 equal to 0.0, nulls where the clause puts them, strings by
+    code point, ties in any order."""
+    path = str(tmp_path / "ordered")
+    spark.sql(
+        """
+        select id,
+               case id % 9 when 0 then double('NaN') when 1 then null when 2 then -0.0
+                           when 3 then 0.0 when 4 then double('-Infinity')
+                           else (id % 5) - 2.5 end d,
+               cast(id % 4 - 1.5 as float) f,
+               case id % 6 when 0 then null when 1 then '\u00e9t\u00e9' when 2 then 'zeta'
+                           when 3 then 'Zeta' when 4 then '\U0001f600' else '' end s,
+               cast((id % 7) * 1.5 as decimal(10, 2)) m, id % 2 = 0 b,
+               case when id % 8 = 0 then null
+                    else date_add(date'2000-02-28', cast(id % 5 as int)) end dt,
+               cast(concat(char(200 + id % 3), 'x') as binary) bin
+        from range(0, 300)
+        """
+    ).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("ordered_t")
+    sql = f"select * from ordered_t where id % 10 <> 7 order by {order_by}"
+    keys = [k.split()[0] for k in order_by.split(",")]
+    expected = [repr(tuple(r[k] for k in keys)) for r in spark.sql(sql).collect()]
+    cs = criss.session(spark, home=str(tmp_path / "home"))
+    for occurrence in range(2):
+        df = cs.sql(sql)
+        rows = df.collect()
+        assert [repr(tuple(r[k] for k in keys)) for r in rows] == expected
+        assert_same_rows(rows, spark.sql(sql).collect())
+        summary = cs.last_query_summary()
+        assert summary.get("results_ordered_on_driver") == 1
+        assert "put in ORDER BY order" in cs.explain(df)
+        assert summary.get("operators_reused" if occurrence else "operators_cached") == 1
+        assert "Sort" not in _leaf_scans(df)
+    cs.close()

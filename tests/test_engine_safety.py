@@ -232,3 +232,26 @@ def test_binary_literals_without_a_stable_identity_are_never_cached(tpch, cs):
         assert summary.get("operators_cached", 0) == 0
         assert summary.get("operators_reused", 0) == 0
     assert "binary literal without a stable identity" in cs.explain(cs.sql(sql))
+
+
+@pytest.mark.usefixtures("no_coalescing")
+@pytest.mark.parametrize("local_read_bytes", [0, "2m"])
+def test_rows_keep_the_final_order_by_when_served_from_the_cache(tpch, tmp_path, local_read_bytes):
+    """The Project Spark puts above a final Sort (an ORDER BY column not selected) returns
+    rows in the query's order: Criss caches below the Sort, never the ordered Project."""
+    cs = criss.session(tpch, home=str(tmp_path / "h"), local_read_bytes=local_read_bytes)
+    sql = (
+        "select o_orderkey, o_totalprice from orders where o_orderkey % 3 = 0 "
+        "order by o_orderdate desc, o_orderkey"
+    )
+    expected = [tuple(r) for r in tpch.sql(sql).collect()]
+    assert len(expected) > 1000
+    for occurrence in range(3):
+        df = cs.sql(sql)
+        assert [tuple(r) for r in df.collect()] == expected
+        summary = cs.last_query_summary()
+        assert summary.get("operators_reused" if occurrence else "operators_cached", 0) == 1
+        assert summary.get("results_ordered_on_driver", 0) == (1 if local_read_bytes else 0)
+    top = cs.explain(df).splitlines()[1]
+    assert top.lstrip().startswith("Project") and "in the order of the query" in top
+    cs.close()

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -184,6 +184,14 @@ class ArtifactStore:
                 old_release()
 
 
+def _open_joins(tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
+    """Whether ``tree`` has a join outside every subtree in ``covered``."""
+    return any(
+        node.op == "Join" and not any(node.path[: len(p)] == p for p in covered)
+        for node in tree.walk()
+    )
+
+
 class JoinOptimizer:
     """Applies the enabled optimizations to every join of a query, innermost joins first."""
 
@@ -206,8 +214,8 @@ class JoinOptimizer:
         fingerprints and statistics come from them instead of capturing each input again.
         Joins under a path in ``covered`` (subtrees the cache serves) are left alone.
         """
-        if not self.optimizations:
-            return df, []
+        if not self.optimizations or not _open_joins(tree, covered):
+            return df, []  # no JVM walk for a query the cache serves whole
         plan = self.session.bridge.join_plan(df, root=captured.root)
         if not plan.sites:
             return df, []
