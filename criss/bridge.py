@@ -100,52 +100,21 @@ class CatalystBridge:
         files: list[str],
         schema_json: str,
         columns: tuple[int, ...] | None = None,
-    ) -> Any:
+        order: tuple[SortKey, ...] = (),
+    ) -> Any | None:
         """A plan reading cached files that outputs ``original``'s attributes (same exprIds).
 
         Files hold positional columns ``c0..cN``; a Project of Aliases restores each
         original attribute's name and exprId so every ancestor still resolves. ``columns``
         picks, for each original attribute, the cached column holding it (default: same
-        position).
+        position). With ``order`` (keys over cached columns), the rows come as a local
+        relation already in that order, to stand in for ``original``, a Sort: Spark then
+        runs no job at all (sorting even a few rows costs a range-partitioning shuffle).
+        None when the entry is too big to be read and sorted on the driver.
         """
-        read_plan = self._read_plan(key, files, schema_json)
-        return self._restore_attributes(original, key, read_plan, columns)
-
-    def ordered_read_plan(
-        self,
-        original: Any,
-        key: str,
-        files: list[str],
-        schema_json: str,
-        order: tuple[SortKey, ...],
-        columns: tuple[int, ...] | None = None,
-    ) -> Any | None:
-        """A local relation of the cached rows already in ``original``'s (a Sort's) order,
-        outputting its attributes; None unless the entry is small enough to read locally.
-
-        ``order`` names cached columns. Spark then runs no job at all for a cached result
-        (a sort of even a few rows costs a job with a range-partitioning shuffle).
-        """
-        version = (key, tuple(files), order)
-        plan = self._read_plans.get(version)
-        if plan is None:
-            from pyspark.sql.types import StructType
-
-            schema = StructType.fromJson(json.loads(schema_json))
-            local_bytes = self._local_bytes(files, schema)
-            if local_bytes is None or not files:
-                return None
-            table = _read_arrow(files)
-            if table.num_rows > LOCAL_SORT_ROWS:
-                return None
-            frame = self.spark.createDataFrame(spark_order(table, order), schema)
-            plan = frame._jdf.queryExecution().analyzed()
-            self._keep_read_plan(version, plan, local_bytes)
-        return self._restore_attributes(original, key, plan, columns)
-
-    def _restore_attributes(
-        self, original: Any, key: str, read_plan: Any, columns: tuple[int, ...] | None
-    ) -> Any:
+        read_plan = self._read_plan(key, files, schema_json, order)
+        if read_plan is None:
+            return None
         new_attrs, old_attrs = read_plan.output(), original.output()
         n = old_attrs.size()
         if columns is None and new_attrs.size() != n:
@@ -171,8 +140,10 @@ class CatalystBridge:
             )
         return self._project(self.seq(aliases), read_plan)
 
-    def _read_plan(self, key: str, files: list[str], schema_json: str) -> Any:
-        version = (key, tuple(files))
+    def _read_plan(
+        self, key: str, files: list[str], schema_json: str, order: tuple[SortKey, ...] = ()
+    ) -> Any | None:
+        version = (key, tuple(files), order)
         cached = self._read_plans.get(version)
         if cached is not None:
             return cached
@@ -180,7 +151,12 @@ class CatalystBridge:
 
         schema = StructType.fromJson(json.loads(schema_json))
         local_bytes = self._local_bytes(files, schema)
-        if not files:
+        if order:
+            table = _read_arrow(files) if files and local_bytes is not None else None
+            if table is None or table.num_rows > LOCAL_SORT_ROWS:
+                return None
+            reader = self.spark.createDataFrame(spark_order(table, order), schema)
+        elif not files:
             reader = self.spark.createDataFrame([], schema)
         elif local_bytes is not None:
             reader = self.spark.createDataFrame(_read_arrow(files), schema)

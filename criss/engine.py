@@ -30,6 +30,7 @@ from qtree.plan import PlanNode
 from qtree.rewrite import (
     Relative,
     Reuse,
+    SortKey,
     final_ordering,
     outside,
     plan_reuse,
@@ -366,6 +367,8 @@ class _Planner:
         self.result_path: tuple[int, ...] | None = None
         self.lease = _Lease(session.cache)
         self.observations: dict[str, Observation] = {}
+        #: The final ORDER BY over the query's result: the Sort's path and keys.
+        self.ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None = None
 
     @property
     def pinned(self) -> list[str]:
@@ -398,16 +401,14 @@ class _Planner:
         if self.record.dry_run:
             return self._dry_run(tree)
         observations = self.observations = self.s.qtree.observe(tree)
+        self.ordering = final_ordering(tree)
         for r in self._reusable(tree):
-            served = self._serve(captured, r)
-            if served is not None:
-                self.replacements[r.path] = served
+            if self._serve(captured, r):
                 self.reuse_rules[r.path] = r
         reused = set(self.reuse_rules)
         chosen = self._choose(tree, observations, reused)
         for node in sorted(chosen, key=lambda n: -len(n.path)):
             self._materialize(captured, node)
-        self._serve_in_order(captured, tree)
         self._explain(tree, observations, reused, {n.path for n in chosen})
         if not self.replacements:
             return self.df
@@ -495,13 +496,40 @@ class _Planner:
         path: tuple[int, ...],
         key: str,
         columns: tuple[int, ...] | None = None,
-    ) -> Any:
+        order: tuple[SortKey, ...] = (),
+    ) -> Any | None:
         return self.s.bridge.cached_read_plan(
-            captured.node_at(path), key, self.files[key], self.schemas[key], columns=columns
+            captured.node_at(path),
+            key,
+            self.files[key],
+            self.schemas[key],
+            columns=columns,
+            order=order,
         )
 
-    def _serve(self, captured: CapturedPlan, reuse: Reuse) -> Any:
-        """The plan that serves ``reuse.path`` from its cached entry, per rewrite rule."""
+    def _place_read(
+        self,
+        captured: CapturedPlan,
+        path: tuple[int, ...],
+        key: str,
+        columns: tuple[int, ...] | None = None,
+    ) -> None:
+        """Serve the operator at ``path`` from ``key``'s files. The query's result under a
+        final ORDER BY on its columns, when small, stands in for the Sort as a local relation
+        already in that order: Spark then runs no job for the query at all."""
+        if self.ordering is not None and path == self.ordering[0] + (0,):
+            sort_path, keys = self.ordering
+            if columns is not None:  # keys name the result's columns; the files the entry's
+                keys = tuple(replace(k, column=columns[k.column]) for k in keys)
+            ordered = self._read(captured, sort_path, key, columns, order=keys)
+            if ordered is not None:
+                self.replacements[sort_path] = ordered
+                self.record.counters["results_ordered_on_driver"] += 1
+                return
+        self.replacements[path] = self._read(captured, path, key, columns)
+
+    def _serve(self, captured: CapturedPlan, reuse: Reuse) -> bool:
+        """Serve ``reuse.path`` from its cached entry, per rewrite rule; whether it could."""
         key = reuse.fingerprint
         if key in self.files:
             entry = self.entries[key]
@@ -509,38 +537,15 @@ class _Planner:
         else:
             served = self._open(captured, reuse)
             if served is None:
-                return None
+                return False
         self.partition_counts[reuse.path] = served
         if reuse.rule == "exchange-repartition":
             wanted = captured.node_at(reuse.path)
             cached = self._read(captured, reuse.path, key)
-            return wanted.withNewChildren(self.s.bridge.seq([cached]))
-        return self._read(captured, reuse.path, key, reuse.columns)
-
-    def _serve_in_order(self, captured: CapturedPlan, tree: PlanNode) -> None:
-        """Serve a small cached result under the query's final ORDER BY already sorted, as a
-        local relation in place of the Sort: Spark then runs no job for the query at all."""
-        result = result_node(tree)
-        ordering = final_ordering(tree)
-        if ordering is None or result.path not in self.replacements:
-            return
-        reuse = self.reuse_rules.get(result.path)
-        if reuse is not None and reuse.rule == "exchange-repartition":
-            return
-        key = reuse.fingerprint if reuse is not None else result.fingerprint
-        columns = reuse.columns if reuse is not None else None
-        if key not in self.files:
-            return
-        sort_path, keys = ordering
-        if columns is not None:  # keys name the result's columns; the files hold the entry's
-            keys = tuple(replace(k, column=columns[k.column]) for k in keys)
-        plan = self.s.bridge.ordered_read_plan(
-            captured.node_at(sort_path), key, self.files[key], self.schemas[key], keys, columns
-        )
-        if plan is not None:
-            del self.replacements[result.path]
-            self.replacements[sort_path] = plan
-            self.record.counters["results_ordered_on_driver"] += 1
+            self.replacements[reuse.path] = wanted.withNewChildren(self.s.bridge.seq([cached]))
+        else:
+            self._place_read(captured, reuse.path, key, reuse.columns)
+        return True
 
     def _open(self, captured: CapturedPlan, reuse: Reuse) -> _Served | None:
         """Promote, pin and (for missing partitions) recompute the entry ``reuse`` reads."""
@@ -736,7 +741,7 @@ class _Planner:
         key = node.fingerprint
         if key in self.files:
             # the same subtree occurs twice in this query: write once, read it at both places
-            self.replacements[node.path] = self._read(captured, node.path, key)
+            self._place_read(captured, node.path, key)
             return
         started = time.perf_counter()
         plan = self.s.bridge.substitute(captured, self.replacements, at=node.path)
@@ -756,7 +761,7 @@ class _Planner:
         self.s.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
         self._learn_from_execution(result, node, texec)
         self._settle(key, result.schema_json, {}, stored)
-        self.replacements[node.path] = self._read(captured, node.path, key)
+        self._place_read(captured, node.path, key)
         self.record.counters["operators_cached"] += 1
 
     def _learn_from_execution(self, result: PartitionedResult, node: PlanNode, wall: float) -> None:

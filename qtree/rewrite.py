@@ -84,9 +84,9 @@ def final_ordering(root: PlanNode) -> tuple[tuple[int, ...], tuple[SortKey, ...]
 def _sort_key(order: Any) -> SortKey | None:
     if not isinstance(order, Expr) or not order.cls.endswith(".SortOrder"):
         return None
-    (child,) = order.children or (None,)
-    if child is None or not child.cls.endswith(".AttributeReference"):
+    if len(order.children) != 1 or not order.children[0].cls.endswith(".AttributeReference"):
         return None
+    child = order.children[0]
     fields = dict(order.fields)
     expr_id = dict(dict(child.fields).get("exprId", ()))
     position = expr_id.get("id")
