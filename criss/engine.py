@@ -12,6 +12,7 @@ import time
 import warnings
 import weakref
 from collections import Counter
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -266,9 +267,10 @@ class CrissSession:
         """``captured``'s plan in canonical form with fingerprints (this session's rules)."""
         return fingerprint_tree(canonicalize(captured.tree, self._rules))
 
-    def estimated_texec(self, node: PlanNode) -> float:
-        """Seconds to compute ``node`` guessed from its input bytes and the learned scan rate."""
-        return node.scanned_bytes / self.scan_rate
+    def estimated_texec(self, node: PlanNode, served: Iterable[tuple[int, ...]] = ()) -> float:
+        """Seconds to compute ``node`` guessed from the table bytes it reads and the learned
+        scan rate; subtrees at a path in ``served`` are read from the cache instead."""
+        return node.scanned_bytes_outside(served) / self.scan_rate
 
     @property
     def scan_rate(self) -> float:
@@ -322,9 +324,13 @@ class CrissSession:
             self.counters["statistics_from_execution"] += len(estimates)
             self.harvest_seconds += seconds
 
-    def learn_scan_rate(self, node: PlanNode, texec: float) -> None:
-        """Blend in the input bytes per second of a measured materialization."""
-        scanned = node.scanned_bytes
+    def learn_scan_rate(
+        self, node: PlanNode, texec: float, served: Iterable[tuple[int, ...]] = ()
+    ) -> None:
+        """Blend in the input bytes per second of a measured materialization. Table bytes
+        under ``served`` paths were not read (the cache stood in for them): counting them
+        would inflate the rate, and every later estimate would fall below ``min_texec``."""
+        scanned = node.scanned_bytes_outside(served)
         if scanned and texec > 0:
             self._scan_rate = 0.7 * self.scan_rate + 0.3 * (scanned / texec)
             self.qtree.set_meta("scan_rate", self._scan_rate)
@@ -621,8 +627,8 @@ class _Planner:
         key = entry.key if entry is not None else "unstored"
         staged = cache.staging_dir(key)
         everything = indices == list(range(result.num_partitions))
-        frame = result.frame(None if everything else indices)
-        frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
+        if result.write(staged, None if everything else indices):
+            self.record.counters["entries_written_on_driver"] += 1
         if entry is None:
             return StoreResult.unstored(staged, indices), staged
         if started is not None:
@@ -723,7 +729,7 @@ class _Planner:
 
     def _worth_a_job(self, node: PlanNode) -> bool:
         """Without statistics, estimate Texec from the bytes the operator scans."""
-        return self.s.estimated_texec(node) >= self.s.options.min_texec
+        return self.s.estimated_texec(node, self.reuse_rules) >= self.s.options.min_texec
 
     def _benefit(self, stats, bandwidth: float) -> float:
         recency = max(stats.last_access - self.s.qtree.start_time, 1e-3)
@@ -757,7 +763,7 @@ class _Planner:
         if entry is None:
             self.lease.leftover_dirs.append(str(staged))
         self.s.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
-        self.s.learn_scan_rate(node, texec)
+        self.s.learn_scan_rate(node, texec, self.replacements)
         self.s.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
         self._learn_from_execution(result, node, texec)
         self._settle(key, result.schema_json, {}, stored)
@@ -863,7 +869,7 @@ class _Planner:
                 "filters a table without narrowing its columns: a copy would hold every "
                 "column (cached once measured, or as a query's result)"
             )
-        estimate = self.s.estimated_texec(node)
+        estimate = self.s.estimated_texec(node, self.reuse_rules)
         if estimate < self.s.options.min_texec:
             return (
                 f"estimated Texec {estimate:.3f}s < min_texec "
@@ -912,6 +918,11 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
         lines.append(f"  fell back to plain Spark: {record.fallback}")
     if record.counters.get("results_ordered_on_driver"):
         lines.append("  result: read on the driver and put in ORDER BY order there (no Spark job)")
+    if record.counters.get("entries_written_on_driver"):
+        lines.append(
+            f"  {record.counters['entries_written_on_driver']} cached result(s) small enough to "
+            "be collected and written on the driver (no Spark write job)"
+        )
     for choice in record.joins:
         lines.append(f"  join: {choice.describe()}")
     for d in record.operators:

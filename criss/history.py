@@ -39,6 +39,7 @@ COUNTERS = (
     "invalidated",
     "statistics_from_execution",
     "results_ordered_on_driver",
+    "entries_written_on_driver",
 )
 
 

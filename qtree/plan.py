@@ -7,7 +7,7 @@ as trees (see :func:`expression_tree`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -71,7 +71,17 @@ class PlanNode:
     @property
     def scanned_bytes(self) -> int:
         """Bytes of the files the subtree's leaves read (0 where unknown)."""
-        return sum(leaf.relation.get("bytes", 0) for leaf in self.leaves() if leaf.relation)
+        return self.scanned_bytes_outside(())
+
+    def scanned_bytes_outside(self, served: Iterable[tuple[int, ...]]) -> int:
+        """Bytes of the files the subtree's leaves read, except leaves under a path in
+        ``served`` (subtrees a cached result stands in for, which read no table file)."""
+        served = tuple(served)
+        return sum(
+            leaf.relation.get("bytes", 0)
+            for leaf in self.leaves()
+            if leaf.relation and not any(leaf.path[: len(p)] == p for p in served)
+        )
 
 
 def tree_from_catalyst_json(nodes: list[dict[str, Any]]) -> PlanNode:

@@ -54,6 +54,22 @@ def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
             assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
 
 
+def test_reading_from_the_cache_does_not_inflate_the_learned_scan_rate(tpch, cs):
+    """A result computed over a cached subtree reads no table file: its fast job must not
+    count as a fast scan of the whole table (an inflated rate makes every later estimate
+    fall below min_texec, and first-seen results stop being cached)."""
+    inner = "select l_orderkey, sum(l_quantity) q from lineitem group by l_orderkey"
+    cs.sql(inner).collect()
+    assert cs.last_query_summary().get("operators_cached") == 1
+    learned = cs.scan_rate
+    outer = f"select * from ({inner}) where q > 100"
+    df = cs.sql(outer)
+    df.collect()
+    summary = cs.last_query_summary()
+    assert summary.get("operators_reused") == 1 and summary.get("operators_cached") == 1
+    assert cs.scan_rate == learned, cs.explain(df)
+
+
 def _leaf_scans(df) -> str:
     return df._jdf.queryExecution().executedPlan().toString()
 
@@ -61,24 +77,7 @@ def _leaf_scans(df) -> str:
 def test_small_results_are_read_on_the_driver_with_exact_values(spark, tmp_path):
     """A small cached result comes back as a local relation (no read job), value for value;
     timestamps, which Parquet's INT96 would shift, still go through Spark's reader."""
-    path = str(tmp_path / "typed")
-    spark.sql(
-        """
-        select id, id % 3 = 0 b, cast(id as tinyint) t, cast(id as smallint) s, cast(id as int) i,
-               cast(id / 7 as float) f,
-               case when id = 1 then double('NaN') when id = 2 then -0.0 else id / 3 end d,
-               cast(id * 1.25 as decimal(12, 2)) m, cast(id as decimal(30, 10)) wide,
-               concat('k', id, '\u00e9') str, date_add(date'1995-01-01', cast(id as int)) dt,
-               cast(concat('b', id) as binary) bin,
-               timestamp'2024-03-10 01:30:00' + make_interval(0, 0, 0, 0, cast(id as int)) ts
-        from range(0, 40)
-        """
-    ).union(
-        spark.sql(
-            "select 99, null, null, null, null, null, null, null, null, null, null, null, null"
-        )
-    ).write.parquet(path)
-    spark.read.parquet(path).createOrReplaceTempView("typed_t")
+    _typed_table(spark, tmp_path)
     untimed = "select * except (ts) from typed_t where id > 0"
     timed = "select id, ts from typed_t where id > 0"
     local = criss.session(spark, home=str(tmp_path / "local"))
@@ -100,6 +99,54 @@ def test_small_results_are_read_on_the_driver_with_exact_values(spark, tmp_path)
             assert leaf in _leaf_scans(df)
     local.close()
     via_spark.close()
+
+
+def _typed_table(spark, tmp_path):
+    """View ``typed_t``: every column type, with NaN, -0.0 and a row of NULLs."""
+    path = str(tmp_path / "typed")
+    spark.sql(
+        """
+        select id, id % 3 = 0 b, cast(id as tinyint) t, cast(id as smallint) s, cast(id as int) i,
+               cast(id / 7 as float) f,
+               case when id = 1 then double('NaN') when id = 2 then -0.0 else id / 3 end d,
+               cast(id * 1.25 as decimal(12, 2)) m, cast(id as decimal(30, 10)) wide,
+               concat('k', id, '\u00e9') str, date_add(date'1995-01-01', cast(id as int)) dt,
+               cast(concat('b', id) as binary) bin,
+               timestamp'2024-03-10 01:30:00' + make_interval(0, 0, 0, 0, cast(id as int)) ts
+        from range(0, 40)
+        """
+    ).union(
+        spark.sql(
+            "select 99, null, null, null, null, null, null, null, null, null, null, null, null"
+        )
+    ).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("typed_t")
+
+
+def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tmp_path):
+    """A result whose last stage only reorganizes a few shuffled rows is collected and
+    written with pyarrow, not by a Spark write job; both the driver's reader and Spark's
+    (another application, local reads off) give it back value for value. A result whose
+    last stage scans files has no row bound and is written by Spark."""
+    _typed_table(spark, tmp_path)
+    shuffled = "select * except (ts) from typed_t where id > 0 distribute by id"
+    scanned = "select * except (ts) from typed_t where id > 1"
+    expected = {sql: spark.sql(sql).collect() for sql in (shuffled, scanned)}
+    home = str(tmp_path / "home")
+    writer = criss.session(spark, home=home)
+    for sql, on_driver in ((shuffled, 1), (scanned, 0)):
+        rows = writer.sql(sql).collect()
+        assert sorted(map(repr, rows)) == sorted(map(repr, expected[sql]))
+        summary = writer.last_query_summary()
+        assert summary.get("operators_cached") == 1
+        assert summary.get("entries_written_on_driver", 0) == on_driver
+    writer.close()
+    reader = criss.session(spark, home=home, local_read_bytes=0)
+    df = reader.sql(shuffled)
+    assert sorted(map(repr, df.collect())) == sorted(map(repr, expected[shuffled]))
+    assert reader.last_query_summary().get("operators_reused") == 1
+    assert "FileScan parquet" in _leaf_scans(df)
+    reader.close()
 
 
 @pytest.mark.parametrize(
