@@ -59,10 +59,27 @@ _FILE_STATUS = re.compile(
 )
 
 
+#: Oldest Spark the bridge runs on: Spark 4 moved Dataset to ``org.apache.spark.sql.classic``
+#: and builds Columns from ``ExpressionColumnNode``; the plan JSON, the adaptive plan's
+#: ResultQueryStageExec and the metrics the engine reads are Spark 4's as well.
+OLDEST_SPARK = (4, 0)
+
+
+def require_supported_spark(version: str) -> None:
+    """Raise BridgeError, naming the version, for a Spark older than ``OLDEST_SPARK``."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None or (int(match[1]), int(match[2])) < OLDEST_SPARK:
+        raise BridgeError(
+            f"Criss needs Spark {'.'.join(map(str, OLDEST_SPARK))} or later; this session runs "
+            f"Spark {version}"
+        )
+
+
 class CatalystBridge:
     """py4j access to one SparkSession's Catalyst, with JVM classes resolved once."""
 
     def __init__(self, spark: SparkSession, local_read_bytes: int = 0) -> None:
+        require_supported_spark(spark.version)
         self.spark = spark
         #: Cached files up to this many bytes in all are read on the driver and handed to
         #: Spark as a local relation (no read job: ~15 ms against ~130 ms for a small file).

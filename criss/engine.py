@@ -69,6 +69,9 @@ class OperatorDecision:
     op: str
     fingerprint: str
     matched: bool = False
+    #: False for an operator the QTree never holds (non-deterministic, above a final ORDER
+    #: BY, over an unknown source): neither matched nor new.
+    looked_up: bool = True
     reused: str | None = None
     #: How the reused entry serves the operator: exact, project-subset, exchange-repartition,
     #: join-rewrite (the result of this query as the join optimizations rewrote it).
@@ -819,7 +822,11 @@ class _Planner:
         for node in outside(tree, reused):
             o = obs.get(node.fingerprint)
             d = OperatorDecision(
-                node.path, node.op, node.fingerprint, matched=bool(o and o.matched)
+                node.path,
+                node.op,
+                node.fingerprint,
+                matched=bool(o and o.matched),
+                looked_up=node.uncacheable is None,
             )
             counters["operators_seen"] += 1
             counters["operators_matched"] += d.matched
@@ -846,6 +853,13 @@ class _Planner:
                 )
                 if o.stats.stats_source == EXECUTED_PLAN:
                     d.stats += " from the executed plan"
+            elif o and d.cached:
+                estimate = self.s.estimated_texec(node, self.reuse_rules)
+                d.stats = (
+                    f"ref={o.stats.ref}, no statistics yet: cached on an estimate, Texec ~"
+                    f"{estimate:.2f}s from {node.scanned_bytes_outside(self.reuse_rules)}B of "
+                    "table files; measured as it is written"
+                )
             elif o:
                 d.stats = f"ref={o.stats.ref} (no statistics yet)"
             self.record.operators.append(d)
@@ -934,6 +948,8 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
             if d.reused
             else ("WOULD CACHE as " if record.dry_run else "CACHED as ") + d.cached[:12]
             if d.cached
+            else f"never matched; not cached: {d.why_not}"
+            if not d.looked_up
             else ("matched" if d.matched else "new") + f"; not cached: {d.why_not}"
         )
         label = _label(record, d) if labels else d.op

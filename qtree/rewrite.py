@@ -13,6 +13,7 @@ from typing import Any
 
 from qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
 from qtree.fingerprint import operator_digest
+from qtree.lineage import ROW_OPERATORS, row_signature
 from qtree.plan import Expr, PlanNode
 
 
@@ -134,33 +135,46 @@ REPARTITIONS = frozenset({"RepartitionByExpression", "Repartition"})
 def relaxed_key(node: PlanNode) -> str | None:
     """Key shared by operators a rewrite rule can serve from one another, else None.
 
-    A Project is keyed by its input alone (columns are compared by :func:`project_subset`);
-    a repartition by its input and partitioning expressions, not its partition count.
+    A Project, Filter or Join is keyed by the rows it produces (its row signature, see
+    ``qtree.lineage``; columns are compared by :func:`project_subset`), a Project whose
+    input a signature cannot follow by that input alone; a repartition by its input and
+    partitioning expressions, not its partition count.
     """
-    if len(node.children) != 1 or not storable(node):
+    if not storable(node):
         return None
-    if node.op == "Project":
-        shape = ["Project"]
+    signature = row_signature(node)
+    if signature is not None:
+        # the signature names the inputs it reads, not the Projects between them
+        shape = ["rows", signature.rows]
+    elif len(node.children) != 1:
+        return None
+    elif node.op == "Project":
+        shape = ["Project", node.children[0].fingerprint]
     elif node.op in REPARTITIONS:
         args = {k: v for k, v in node.args.items() if k not in PARTITION_COUNT_ARGS}
-        shape = [node.op, operator_digest(node.with_(args=args))]
+        shape = [node.op, operator_digest(node.with_(args=args)), node.children[0].fingerprint]
     else:
         return None
-    text = json.dumps(shape + [node.children[0].fingerprint])
+    text = json.dumps(shape)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def project_columns(node: PlanNode) -> tuple[str, ...]:
-    """Canonical keys of a Project's output expressions, in output order."""
+def relaxed_columns(node: PlanNode) -> tuple[str, ...]:
+    """What the Project-subset rule compares: each output column's lineage for an operator
+    with a row signature, else a Project's canonical output expressions, in output order."""
+    signature = row_signature(node)
+    if signature is not None:
+        return signature.columns
     if node.op != "Project":
         return ()
     return tuple(expression_key(e) for e in node.args.get("projectList", []))
 
 
 def project_subset(node: PlanNode, relative: Relative) -> tuple[int, ...] | None:
-    """Positions in the cached Project's output of each column ``node`` needs, if all present."""
+    """Positions in the cached operator's output of each column ``node`` needs, if all
+    are there."""
     available = {key: i for i, key in reversed(list(enumerate(relative.columns)))}
-    wanted = project_columns(node)
+    wanted = relaxed_columns(node)
     if not wanted or any(key not in available for key in wanted):
         return None
     return tuple(available[key] for key in wanted)
@@ -171,7 +185,7 @@ def match_relative(node: PlanNode, relatives: list[Relative]) -> Reuse | None:
     for relative in relatives:
         if relative.fingerprint == node.fingerprint:
             continue
-        if node.op == "Project":
+        if node.op in ROW_OPERATORS:
             columns = project_subset(node, relative)
             if columns is not None:
                 return Reuse(node.path, relative.fingerprint, "project-subset", columns)

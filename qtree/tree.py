@@ -21,7 +21,7 @@ import sqlite_utils
 from criss.errors import CatalogError
 from criss.sqlite import open_catalog
 from qtree.plan import PlanNode
-from qtree.rewrite import Relative, project_columns, relaxed_key
+from qtree.rewrite import Relative, relaxed_columns, relaxed_key
 
 SCHEMA_VERSION = "1"
 #: ``stats_source`` of statistics read off an executed plan rather than a written result.
@@ -138,7 +138,7 @@ class QTree:
                 rel.get("key"),
                 rel.get("version"),
                 relaxed_key(node),
-                json.dumps(project_columns(node)),
+                json.dumps(relaxed_columns(node)),
             ],
         )
         for position, child in enumerate(node.children):

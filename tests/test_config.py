@@ -49,3 +49,14 @@ def test_sizes_and_policies():
     assert {"criss", "recycler", "lru"} <= set(available_policies())
     with pytest.raises(ConfigError, match="did you mean 'lru'"):
         get_policy("lur")
+
+
+@pytest.mark.parametrize("version", ["3.5.1", "2.4.8", "unknown"])
+def test_a_spark_older_than_4_is_refused_with_its_version(version):
+    from criss.bridge import require_supported_spark
+    from criss.errors import BridgeError
+
+    with pytest.raises(BridgeError, match=f"Criss needs Spark 4.0 or later.*{version}"):
+        require_supported_spark(version)
+    require_supported_spark("4.1.0")
+    require_supported_spark("4.0.1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pyarrow.parquet as pq
 import pytest
 from rowcompare import assert_same_rows
 
@@ -28,11 +29,17 @@ def test_tpch_query_through_criss_equals_plain_spark(tpch, cs, qid):
     summary = cs.last_query_summary()
     assert summary.get("fallback") is None, cs.explain(first)
     assert summary.get("operators_cached", 0) >= 1, cs.explain(first)
+    assert summary["operators_seen"] > summary.get("operators_matched", 0)  # new: inserted
 
     for _ in range(2):  # second and third occurrence are served from the cache
         again = cs.sql(sql)
         assert_same_rows(again.collect(), expected)
-        assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(again)
+        summary = cs.last_query_summary()
+        assert summary.get("operators_reused", 0) >= 1, cs.explain(again)
+        # everything outside the reused subtrees had been seen before, but operators the
+        # QTree never holds (above the final ORDER BY)
+        assert summary["operators_matched"] >= 1
+        assert " new; " not in cs.explain(again)
 
 
 def tpch_plain(spark, sql):
@@ -140,6 +147,13 @@ def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tm
         summary = writer.last_query_summary()
         assert summary.get("operators_cached") == 1
         assert summary.get("entries_written_on_driver", 0) == on_driver
+    # either way, files hold positional columns (names are the query's business)
+    width = len(spark.sql(shuffled).columns)
+    entries = [writer.cache.lookup(e["key"]) for e in writer.report()["entries"]]
+    assert len(entries) == 2
+    for entry in entries:
+        for uri in writer.cache.uris(entry):
+            assert pq.read_schema(uri).names == [f"c{i}" for i in range(width)]
     writer.close()
     reader = criss.session(spark, home=home, local_read_bytes=0)
     df = reader.sql(shuffled)

@@ -39,13 +39,19 @@ def test_rewritten_input_files_are_never_served_stale(spark, cs, tmp_path):
     spark.read.parquet(path).createOrReplaceTempView("stale_t")
     sql = "select g, count(*) c, sum(id) s from stale_t group by g"
     _run(cs, sql)
+    old_operators = {d.fingerprint for d in cs._last.operators}
+    old_entries = {e["key"] for e in cs.report()["entries"]}
     rows, summary = _run(cs, sql)
     assert summary["operators_reused"] >= 1
+    assert old_entries and all(cs.qtree.get(fp) is not None for fp in old_operators)
 
     spark.range(0, 500).withColumn("g", F.col("id") % 3).write.mode("overwrite").parquet(path)
     rows, summary = _run(cs, sql)
     assert summary.get("operators_reused", 0) == 0
-    assert summary["invalidated"] >= 1  # the old leaf and, cascading, its ancestors
+    # the old leaf and, cascading, every operator above it, with their cached results
+    assert summary["invalidated"] >= len(old_operators) > 1
+    assert all(cs.qtree.get(fp) is None for fp in old_operators)
+    assert not old_entries & {e["key"] for e in cs.report()["entries"]}
     assert_same_rows(
         rows, spark.read.parquet(path).groupBy("g").agg(F.count("*"), F.sum("id")).collect()
     )
@@ -70,6 +76,17 @@ def test_non_deterministic_plans_are_never_cached(tpch, cs):
     # the deterministic filter below it is judged on its own merits, not as non-deterministic
     filter_lines = [line for line in cs.explain(df).splitlines() if "Filter" in line]
     assert filter_lines and not any("non-deterministic" in x for x in filter_lines)
+
+
+def _assert_stored_only_below(explanation: str, marker: str) -> None:
+    """Neither the operator labelled with ``marker`` nor any above it was cached or reused
+    (the deterministic scan below it may be)."""
+    lines = explanation.splitlines()
+    random_lines = [x for x in lines if marker in x]
+    assert random_lines, explanation
+    depth = min(len(x) - len(x.lstrip(" ")) for x in random_lines)
+    stored = [x for x in lines if "REUSED" in x or "CACHED as" in x]
+    assert all(len(x) - len(x.lstrip(" ")) > depth for x in stored), explanation
 
 
 def test_python_udfs_are_cached_only_when_allow_listed(tpch, tmp_path):
@@ -97,9 +114,17 @@ def test_python_udfs_are_cached_only_when_allow_listed(tpch, tmp_path):
             .collect()
         )
         assert_same_rows(df.collect(), expected)
-        random_lines = [x for x in cs.explain(df).splitlines() if "<lambda>" in x]
-        assert random_lines and not any("REUSED" in x or "CACHED as" in x for x in random_lines)
+        _assert_stored_only_below(cs.explain(df), "<lambda>")
     cs.close()
+
+
+def test_sampling_is_never_cached(tpch, cs):
+    """Sample's rows are random across runs when unseeded (and Criss does not trust a seed
+    to give the same rows on another layout): neither it nor anything above it is cached."""
+    for _ in range(2):
+        df = cs.dataframe(tpch.table("orders").sample(0.1).groupBy("o_orderpriority").count())
+        assert len(df.collect()) == 5
+        _assert_stored_only_below(cs.explain(df), "Sample")
 
 
 def test_locked_catalog_falls_back_to_plain_spark(tpch, cs):
@@ -173,11 +198,16 @@ def test_invalid_sql_raises_sparks_own_errors(tpch, cs):
 
 
 def test_explain_and_report_describe_reuse(tpch, cs):
-    cs.sql(AGG).collect()
+    first = cs.sql(AGG)
+    first.collect()
+    cached_line = next(x for x in cs.explain(first).splitlines() if "CACHED as" in x)
+    assert "no statistics yet: cached on an estimate" in cached_line
+    del first
     df = cs.sql(AGG)
     text = cs.explain(df)
     assert "REUSED entry" in text
     report = cs.report()
+    assert all({"used_bytes", "capacity_bytes"} <= set(t) for t in report["tiers"].values())
     counters = report["counters"]
     assert counters["queries"] == 2 and counters["operators_reused"] == 1
     assert counters["operators_cached"] == 1 and counters["bytes_written"] > 0
@@ -193,6 +223,35 @@ def test_explain_and_report_describe_reuse(tpch, cs):
     del df
     cs.clear()
     assert sum(t["used_bytes"] for t in cs.report()["tiers"].values()) == 0
+
+
+def test_the_qtree_and_its_statistics_survive_a_restart(tpch, tmp_path):
+    """References, measured Texec, size and rows persist in the home's catalog: a new
+    session over the same home continues counting, and chooses from those statistics."""
+    home = str(tmp_path / "home")
+    cs = criss.session(tpch, home=home)
+    for _ in range(2):
+        cs.sql(AGG).collect()
+    cached = {d.fingerprint for d in cs._last.operators if d.reused}
+    assert len(cached) == 1
+    (fingerprint,) = cached
+    before = cs.qtree.get(fingerprint)
+    assert before.ref == 2 and before.has_stats and before.rows == 5
+    operators = len(cs.qtree)
+    cs.close()
+    again = criss.session(tpch, home=home)
+    after = again.qtree.get(fingerprint)
+    assert (after.ref, after.texec, after.size_bytes, after.rows) == (
+        2,
+        before.texec,
+        before.size_bytes,
+        5,
+    )
+    assert len(again.qtree) == operators
+    again.sql(AGG).collect()
+    assert again.qtree.get(fingerprint).ref == 3
+    assert again.last_query_summary()["operators_reused"] == 1
+    again.close()
 
 
 def test_cheap_operators_are_not_worth_a_materialization_job(tpch, tmp_path):

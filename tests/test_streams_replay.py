@@ -101,7 +101,7 @@ def test_replay_both_modes_same_checksums_and_reuse(tpch, tpch_dir, tmp_path):
     }
 
 
-def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
+def test_cli_replay_both_modes_end_to_end(tpch_dir, tmp_path):
     out = tmp_path / "cli.json"
     cmd = [
         sys.executable,
@@ -115,7 +115,7 @@ def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
         "--sf",
         "0.01",
         "--mode",
-        "spark",
+        "both",
         "--data-dir",
         str(tpch_dir),
         "--out",
@@ -131,8 +131,13 @@ def test_cli_replay_spark_mode_end_to_end(tpch_dir, tmp_path):
     assert result["queries"] == 3 and len(result["modes"]["spark"]["queries"]) == 3
     assert result["warmup"] is True
     # a Criss configuration named on the command line ran side by side with Spark
-    assert result["variants"] == {"criss-disk": {"media": "disk", "codec_rate": "20m"}}
+    assert result["variants"] == {
+        "criss": {},
+        "criss-disk": {"media": "disk", "codec_rate": "20m"},
+    }
     assert result["comparisons"]["criss-disk"]["checksums_match"]
+    assert result["comparisons"]["criss"]["checksums_match"]  # --mode both: Criss as well
+    assert len(result["modes"]["criss"]["queries"]) == 3
     assert "criss-disk vs spark" in proc.stdout
     bad = subprocess.run(
         [*cmd[:3], "replay", "--variant", "nocolon"], capture_output=True, text=True

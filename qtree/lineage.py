@@ -1,0 +1,245 @@
+"""Which rows an operator produces, apart from which of their columns it keeps.
+
+Column pruning puts a different Project under each join input for every set of columns a
+query reads, so two queries joining the same filtered tables differ in every operator
+from the scans up, although their joins produce the same rows. A :class:`RowSignature`
+names those rows without the Projects (a Project maps rows one to one), and each output
+column by its *lineage*: where it comes from, not where it sits. An operator whose rows
+equal a cached one's and whose columns are a subset of its columns is served by reading
+the cached result and keeping those columns (the Project-subset rewrite, widened to
+joins and filters).
+
+Signatures cover Projects, Filters and Joins over any other operators, which count as
+opaque inputs known by fingerprint and output width. Canonical attribute ids are
+positions in an operator's input (the children's outputs, concatenated), which is what
+lets a lineage be looked up here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from qtree.canonical import ALIAS, ATTRIBUTE, COMMUTATIVE, FLIPPED_COMPARISON
+from qtree.plan import Expr, PlanNode
+
+#: Operators a signature looks through (the rest are opaque inputs).
+ROW_OPERATORS = frozenset({"Project", "Filter", "Join"})
+#: Join types and which inputs' columns come out, and whether a side's values may be
+#: NULL-extended (a column that can be NULL-extended is another column).
+_JOIN_OUTPUT = {
+    "Inner$": (True, True, False, False),
+    "Cross$": (True, True, False, False),
+    "LeftOuter$": (True, True, False, True),
+    "RightOuter$": (True, True, True, False),
+    "FullOuter$": (True, True, True, True),
+    "LeftSemi$": (True, False, False, False),
+    "LeftAnti$": (True, False, False, False),
+}
+#: Expressions that refer to other plans (their attribute ids are another scope's).
+_SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
+
+
+class _Unsupported(Exception):
+    """The subtree holds something a signature cannot describe."""
+
+
+@dataclass(frozen=True)
+class RowSignature:
+    """``rows`` names the multiset of rows; ``columns`` the lineage of each output column;
+    ``inputs`` the fingerprints of the opaque inputs it reads."""
+
+    rows: str
+    columns: tuple[str, ...]
+    inputs: frozenset[str]
+
+
+#: Signatures by fingerprint (a subtree's signature depends on nothing outside it), so
+#: a query's operators share their subtrees' work; None marks an unsupported subtree.
+_KNOWN: OrderedDict[str, RowSignature | None] = OrderedDict()
+_KNOWN_LIMIT = 4096
+
+
+def row_signature(node: PlanNode) -> RowSignature | None:
+    """The signature of a Project, Filter or Join, or None (another operator, an input
+    whose width or expressions it cannot follow, or one input read twice: a self-join's
+    two scans would have the same column lineages)."""
+    if node.op not in ROW_OPERATORS:
+        return None
+    try:
+        return _signature(node)
+    except _Unsupported:
+        return None
+
+
+def _signature(node: PlanNode) -> RowSignature:
+    if node.op not in ROW_OPERATORS:
+        return _opaque(node)
+    if node.fingerprint in _KNOWN:
+        known = _KNOWN[node.fingerprint]
+        if known is None:
+            raise _Unsupported(node.op)
+        return known
+    try:
+        signature = _row_operator(node)
+    except _Unsupported:
+        _remember(node.fingerprint, None)
+        raise
+    _remember(node.fingerprint, signature)
+    return signature
+
+
+def _remember(fingerprint: str, signature: RowSignature | None) -> None:
+    if not fingerprint:
+        return
+    _KNOWN[fingerprint] = signature
+    while len(_KNOWN) > _KNOWN_LIMIT:
+        _KNOWN.popitem(last=False)
+
+
+def _row_operator(node: PlanNode) -> RowSignature:
+    if node.op == "Join":
+        return _join(node)
+    if len(node.children) != 1:
+        raise _Unsupported(node.op)
+    child = _signature(node.children[0])
+    if node.op == "Project":
+        columns = tuple(_column(e, child.columns) for e in node.args.get("projectList", []))
+        return RowSignature(child.rows, columns, child.inputs)
+    condition = _key(_expr(node.args.get("condition")), child.columns)
+    return RowSignature(_digest("Filter", condition, child.rows), child.columns, child.inputs)
+
+
+def _join(node: PlanNode) -> RowSignature:
+    kind = _object_name(node.args.get("joinType"))
+    shape = next((v for k, v in _JOIN_OUTPUT.items() if kind.endswith(k)), None)
+    if shape is None or len(node.children) != 2:
+        raise _Unsupported(kind)
+    keep_left, keep_right, null_left, null_right = shape
+    left = _signature(node.children[0])
+    right = _signature(node.children[1])
+    if left.inputs & right.inputs:
+        raise _Unsupported("one input read twice")
+    condition = node.args.get("condition")
+    inputs_columns = left.columns + right.columns
+    condition_key = "" if condition is None else _key(_expr(condition), inputs_columns)
+    sides = (left.rows, right.rows)
+    if kind.endswith(("Inner$", "Cross$")):
+        # an inner join's rows do not depend on which input is on the left (its columns'
+        # order does, and columns are compared by lineage, not position)
+        sides = tuple(sorted(sides))
+    rows = _digest("Join", kind, condition_key, *sides)
+    columns = (_nullable(left.columns, null_left) if keep_left else ()) + (
+        _nullable(right.columns, null_right) if keep_right else ()
+    )
+    return RowSignature(rows, columns, left.inputs | right.inputs)
+
+
+def _opaque(node: PlanNode) -> RowSignature:
+    """An input known by fingerprint and width."""
+    width = output_width(node)
+    if width is None or not node.fingerprint:
+        raise _Unsupported(node.op)
+    rows = _digest("input", node.fingerprint)
+    columns = tuple(_digest(node.fingerprint, i) for i in range(width))
+    return RowSignature(rows, columns, frozenset({node.fingerprint}))
+
+
+def output_width(node: PlanNode) -> int | None:
+    """How many columns ``node`` outputs, from its canonical arguments (None if unknown)."""
+    args, op = node.args, node.op
+    if op in ("LogicalRelation", "LocalRelation"):
+        return _length(args.get("output"))
+    if op == "Project":
+        return _length(args.get("projectList"))
+    if op == "Aggregate":
+        return _length(args.get("aggregateExpressions"))
+    if op in (
+        "Filter",
+        "Sort",
+        "GlobalLimit",
+        "LocalLimit",
+        "Sample",
+        "Distinct",
+        "Deduplicate",
+        "RepartitionByExpression",
+        "Repartition",
+        "SubqueryAlias",
+    ):
+        return output_width(node.children[0]) if len(node.children) == 1 else None
+    if op == "Window":
+        child = output_width(node.children[0]) if node.children else None
+        windows = _length(args.get("windowExpressions"))
+        return None if child is None or windows is None else child + windows
+    if op == "Union":
+        return output_width(node.children[0]) if node.children else None
+    if op == "Join" and len(node.children) == 2:
+        kind = _object_name(args.get("joinType"))
+        shape = next((v for k, v in _JOIN_OUTPUT.items() if kind.endswith(k)), None)
+        left, right = (output_width(c) for c in node.children)
+        if shape is None or left is None or right is None:
+            return None
+        return (left if shape[0] else 0) + (right if shape[1] else 0)
+    return None
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, list | tuple) else None
+
+
+def _column(expr: Any, inputs: tuple[str, ...]) -> str:
+    expr = _expr(expr)
+    if expr.cls == ATTRIBUTE:
+        return inputs[_ordinal(expr, inputs)]
+    if expr.cls == ALIAS and len(expr.children) == 1:
+        expr = expr.children[0]
+        if expr.cls == ATTRIBUTE:
+            return inputs[_ordinal(expr, inputs)]
+    return _digest("computed", _key(expr, inputs))
+
+
+def _key(expr: Expr, inputs: tuple[str, ...]) -> str:
+    """``expr`` as text with every attribute replaced by its lineage: equal for the same
+    computation over the same columns wherever those columns sit."""
+    if any(part in expr.cls for part in _SCOPED):
+        raise _Unsupported(expr.cls)
+    if expr.cls == ATTRIBUTE:
+        return f"col:{inputs[_ordinal(expr, inputs)]}"
+    children = [_key(c, inputs) for c in expr.children]
+    fields = [f for f in expr.fields if f[0] not in ("exprId", "name", "num-children")]
+    if expr.cls in COMMUTATIVE:
+        children.sort()
+    elif expr.cls in FLIPPED_COMPARISON and len(children) == 2 and children[1] < children[0]:
+        return repr((FLIPPED_COMPARISON[expr.cls], fields, children[::-1]))
+    return repr((expr.cls, fields, children))
+
+
+def _ordinal(attribute: Expr, inputs: tuple[str, ...]) -> int:
+    ordinal = dict(dict(attribute.fields).get("exprId", ())).get("id")
+    if not isinstance(ordinal, int) or not 0 <= ordinal < len(inputs):
+        raise _Unsupported("an attribute outside the operator's input")
+    return ordinal
+
+
+def _nullable(columns: tuple[str, ...], extended: bool) -> tuple[str, ...]:
+    return tuple(_digest("null-extended", c) for c in columns) if extended else columns
+
+
+def _expr(value: Any) -> Expr:
+    if not isinstance(value, Expr):
+        raise _Unsupported(f"not an expression: {type(value).__name__}")
+    return value
+
+
+def _object_name(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(value.get("object", value))
+    if isinstance(value, tuple):  # a frozen dict
+        return str(dict(value).get("object", value))
+    return str(value)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
