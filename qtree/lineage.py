@@ -114,7 +114,7 @@ def _row_operator(node: PlanNode) -> RowSignature:
 
 def _join(node: PlanNode) -> RowSignature:
     kind = _object_name(node.args.get("joinType"))
-    shape = next((v for k, v in _JOIN_OUTPUT.items() if kind.endswith(k)), None)
+    shape = _join_shape(kind)
     if shape is None or len(node.children) != 2:
         raise _Unsupported(kind)
     keep_left, keep_right, null_left, null_right = shape
@@ -176,13 +176,16 @@ def output_width(node: PlanNode) -> int | None:
     if op == "Union":
         return output_width(node.children[0]) if node.children else None
     if op == "Join" and len(node.children) == 2:
-        kind = _object_name(args.get("joinType"))
-        shape = next((v for k, v in _JOIN_OUTPUT.items() if kind.endswith(k)), None)
+        shape = _join_shape(_object_name(args.get("joinType")))
         left, right = (output_width(c) for c in node.children)
         if shape is None or left is None or right is None:
             return None
         return (left if shape[0] else 0) + (right if shape[1] else 0)
     return None
+
+
+def _join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
+    return next((shape for name, shape in _JOIN_OUTPUT.items() if kind.endswith(name)), None)
 
 
 def _length(value: Any) -> int | None:

@@ -120,9 +120,12 @@ class QTree:
 
     def _touch(self, node: PlanNode, old: NodeStats | None, now: float) -> NodeStats:
         if old is not None:
+            # the rewrite keys are refreshed too: a home written by an older Criss keyed
+            # its operators differently, and would otherwise never serve them as relatives
             self.db.execute(
-                "update nodes set ref = ref + 1, last_access = ? where fingerprint = ?",
-                [now, node.fingerprint],
+                "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ? "
+                "where fingerprint = ?",
+                [now, relaxed_key(node), json.dumps(relaxed_columns(node)), node.fingerprint],
             )
             return NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
         rel = node.relation or {}

@@ -277,3 +277,22 @@ def test_a_self_join_and_a_subquery_have_no_signature():
     scalar = [{"class": X + "ScalarSubquery", "num-children": 0, "plan": None}]
     with_subquery = canonical(filter_(relation("t", 1), binary("GreaterThan", attr(0), scalar)))
     assert row_signature(with_subquery) is None
+
+
+def test_a_matched_operator_gets_its_rewrite_key_refreshed(tmp_path):
+    """A home written by an older Criss keyed operators differently: matching one again
+    re-keys it, so it can serve as a relative from then on."""
+    from qtree import QTree
+
+    narrow = canonical(_orders_customers(narrow=True))
+    wide = canonical(_orders_customers(narrow=False))
+    qtree = QTree(tmp_path / "catalog.db")
+    try:
+        qtree.observe(wide)
+        qtree.db.execute("update nodes set relaxed_key = 'old', columns = '[]'")
+        assert qtree.relatives(relaxed_key(narrow)) == []
+        qtree.observe(wide)
+        found = {r.fingerprint: r for r in qtree.relatives(relaxed_key(narrow))}
+        assert found[wide.fingerprint].columns == relaxed_columns(wide)
+    finally:
+        qtree.close()

@@ -102,3 +102,43 @@ def test_measured_statistics_are_not_overwritten_by_estimates(tmp_path):
         assert stats.stats_source == "measured"
     finally:
         qtree.close()
+
+
+@pytest.mark.spark
+def test_what_to_cache_is_chosen_with_the_disk_tiers_bandwidth(tpch, tmp_path):
+    """The paper values a candidate as if it will sit on disk (the worst case): a memory
+    tier fast enough to make it pay does not get it cached when the disk would not."""
+    ship = JOINED.replace("'MAIL'", "'SHIP'")
+    expected = tpch.sql(ship).collect()
+    orders_side = {}
+    for disk in ("10g", "1k"):
+        cs = criss.session(
+            tpch,
+            home=str(tmp_path / disk),
+            memory_bandwidth="100g",
+            disk_bandwidth=disk,
+            codec_rate="100g",  # the media alone decide here
+        )
+        try:
+            cs.sql(JOINED).collect()
+            captured = cs.bridge.capture(tpch.sql(ship))
+            tree = cs.canonical_tree(captured)
+            project = next(
+                n
+                for n in tree.walk()
+                if captured.label_at(n.path).startswith("Project [o_orderkey")
+            )
+            # SF 0.01 runs in milliseconds: give the recurring orders side the statistics
+            # of a 1 MB result that took 1 s (1 ms to load from the 10g disk, 17 min from 1k)
+            cs.report()
+            cs.qtree.record_stats(project.fingerprint, texec=1.0, size_bytes=1_000_000, rows=1)
+            df = cs.sql(ship)
+            assert_same_rows(df.collect(), expected)
+            explanation = cs.explain(df)
+        finally:
+            cs.close()
+        line = next(x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x)
+        assert "Texec=1.000s" in line, explanation
+        orders_side[disk] = line
+    assert "CACHED as" in orders_side["10g"], orders_side["10g"]
+    assert "<= 0 with disk bandwidth" in orders_side["1k"], orders_side["1k"]
