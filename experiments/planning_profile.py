@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import criss
+from criss.bridge import _read_arrow
 from criss.sparksession import local_spark
 from experiments.tpch.data import ensure_tpch, register_views
 from experiments.tpch.queries import QUERY_IDS, statement
@@ -51,18 +52,14 @@ def phases(spark, cs, rounds: int = 3) -> dict[str, float]:
             count += 1
             sql = statement(qid, seed=seed).sql
             df = timer("Spark parse and analysis", lambda sql=sql: spark.sql(sql))
-            root = timer(
-                "Spark optimization", lambda df=df: df._jdf.queryExecution().optimizedPlan()
-            )
+            root = timer("Spark optimization", lambda df=df: _optimized(df))
             canonical = timer("canonicalized()", lambda root=root: root.canonicalized())
             timer("toJSON of the canonical plan", lambda c=canonical: c.toJSON())
             timer("treeString (for comparison)", lambda root=root: root.treeString())
             timer("capture (JSON + listings + checks)", lambda df=df: cs.bridge.capture(df))
             timer(
                 "re-optimization by Dataset.ofRows",
-                lambda root=root: (
-                    cs.bridge.dataframe_of(root)._jdf.queryExecution().optimizedPlan()
-                ),
+                lambda root=root: _optimized(cs.bridge.dataframe_of(root)),
             )
             timer("physical planning", lambda df=df: df._jdf.queryExecution().executedPlan())
     return {phase: round(s / count * 1000, 1) for phase, s in timer.seconds.items()}
@@ -76,7 +73,7 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
         spark.sql(sql).collect()
 
     def through(sql: str, on_driver: bool) -> None:
-        result = bridge.partitioned(spark.sql(sql)._jdf.queryExecution().optimizedPlan())
+        result = bridge.partitioned(_optimized(spark.sql(sql)))
         staged = Path(tempfile.mkdtemp(prefix="criss-profile-"))
         try:
             if on_driver:
@@ -85,7 +82,7 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
                 result.frame().write.mode("overwrite").parquet(str(staged))
             files = sorted(str(p) for p in staged.glob("part-*.parquet"))
             schema = result.frame().schema
-            table = bridge_read(files)
+            table = _read_arrow(files)
             spark.createDataFrame(table, schema).collect()
         finally:
             shutil.rmtree(staged, ignore_errors=True)
@@ -107,12 +104,6 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
                 way(sql)
                 totals[name] += time.perf_counter() - started
     return {name: round(seconds, 2) for name, seconds in totals.items()}
-
-
-def bridge_read(files: list[str]):
-    from criss.bridge import _read_arrow
-
-    return _read_arrow(files)
 
 
 def main() -> None:

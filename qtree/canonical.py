@@ -144,9 +144,14 @@ def drop_alias_id(expr: Expr) -> Expr:
     return expr
 
 
+def is_commutative(cls: str) -> bool:
+    """Whether the operands of an expression of class ``cls`` may be put in any order."""
+    return cls in COMMUTATIVE or cls == MULTI_COMMUTATIVE
+
+
 def sort_commutative(expr: Expr) -> Expr:
     """Order operands of commutative operators, and comparisons, by :func:`expression_key`."""
-    if expr.cls in COMMUTATIVE or expr.cls == MULTI_COMMUTATIVE:
+    if is_commutative(expr.cls):
         return Expr(expr.cls, expr.fields, tuple(sorted(expr.children, key=expression_key)))
     if expr.cls in FLIPPED_COMPARISON and len(expr.children) == 2:
         left, right = expr.children

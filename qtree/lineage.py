@@ -22,7 +22,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from qtree.canonical import ALIAS, ATTRIBUTE, COMMUTATIVE, FLIPPED_COMPARISON
+from qtree.canonical import ALIAS, ATTRIBUTE, FLIPPED_COMPARISON, is_commutative
 from qtree.plan import Expr, PlanNode
 
 #: Operators a signature looks through (the rest are opaque inputs).
@@ -212,7 +212,7 @@ def _key(expr: Expr, inputs: tuple[str, ...]) -> str:
         return f"col:{inputs[_ordinal(expr, inputs)]}"
     children = [_key(c, inputs) for c in expr.children]
     fields = [f for f in expr.fields if f[0] not in ("exprId", "name", "num-children")]
-    if expr.cls in COMMUTATIVE:
+    if is_commutative(expr.cls):
         children.sort()
     elif expr.cls in FLIPPED_COMPARISON and len(children) == 2 and children[1] < children[0]:
         return repr((FLIPPED_COMPARISON[expr.cls], fields, children[::-1]))

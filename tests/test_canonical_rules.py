@@ -296,3 +296,17 @@ def test_a_matched_operator_gets_its_rewrite_key_refreshed(tmp_path):
         assert found[wide.fingerprint].columns == relaxed_columns(wide)
     finally:
         qtree.close()
+
+
+def test_a_flattened_commutative_chain_is_known_by_its_operands_in_any_order():
+    """Catalyst canonicalizes a + b + c as one MultiCommutativeOp; over a narrower input
+    its operands sit at other positions, and their lineage decides their order."""
+
+    def chain(*operands):
+        head = {"class": X + "MultiCommutativeOp", "num-children": len(operands), "opCls": "Add"}
+        return [head, *(part for operand in operands for part in operand)]
+
+    cached = canonical(project(_filtered("orders", 3, 10), alias(chain(attr(2), attr(1)), 3)))
+    narrow_input = project(_filtered("orders", 3, 10), attr(2), attr(1))  # swapped
+    wanted = canonical(project(narrow_input, alias(chain(attr(0), attr(1)), 5)))
+    assert project_subset(wanted, Relative(cached.fingerprint, relaxed_columns(cached))) == (0,)
