@@ -23,8 +23,15 @@ from criss.errors import CrissError, StorageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinChoice, JoinOptimizer
 from criss.space import open_cache
+from criss.tables import table_rows
 from policies import get_policy
-from policies.selection import Candidate, best_per_branch, collect_score, measured_score
+from policies.selection import (
+    Candidate,
+    best_per_branch,
+    collect_score,
+    keeps_most_rows,
+    measured_score,
+)
 from qtree import QTree, canonicalize, fingerprint_tree
 from qtree.canonical import RULES, mark_python_udfs
 from qtree.plan import PlanNode
@@ -36,6 +43,7 @@ from qtree.rewrite import (
     outside,
     plan_reuse,
     result_node,
+    scan_only,
     storable,
     unprojected_scan,
 )
@@ -722,6 +730,8 @@ class _Planner:
             return None
         stats = obs[node.fingerprint].stats
         if stats.has_stats:
+            if not is_result and self._copies_its_table(node, stats.rows):
+                return None
             return measured_score(self._benefit(stats, self.s.disk_bandwidth))
         if not is_result and unprojected_scan(node):
             return None  # a copy would hold every column of the table
@@ -729,6 +739,15 @@ class _Planner:
         if (recurring or (is_result and self.s.options.eager_results)) and self._worth_a_job(node):
             return collect_score(stats.ref, node.height)
         return None
+
+    @staticmethod
+    def _copies_its_table(node: PlanNode, rows: int | None) -> int | None:
+        """The table's row count when ``node`` filters/projects one table and keeps most
+        of its rows (a copy no cheaper to read than the table), else None."""
+        if not node.children or not scan_only(node):
+            return None
+        table = table_rows(next(node.leaves()).relation)
+        return table if keeps_most_rows(rows, table) else None
 
     def _worth_a_job(self, node: PlanNode) -> bool:
         """Without statistics, estimate Texec from the bytes the operator scans."""
@@ -874,6 +893,12 @@ class _Planner:
         if o is None:
             return "not tracked"
         if o.stats.has_stats:
+            table = self._copies_its_table(node, o.stats.rows)
+            if table and node.path != self.result_path:
+                return (
+                    f"a copy of one table keeping {o.stats.rows} of its {table} rows: no "
+                    "cheaper to read back than scanning its columns again"
+                )
             benefit = self._benefit(o.stats, self.s.disk_bandwidth)
             if benefit <= 0:
                 return f"benefit {benefit:.3g} <= 0 with disk bandwidth"

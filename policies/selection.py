@@ -23,6 +23,19 @@ class Candidate:
     score: tuple[float, ...] | None
 
 
+#: A copy of one table that keeps at least this share of the table's rows is not cached:
+#: reading it back costs about what scanning those columns again does, while writing it costs
+#: a Parquet encode. On Random-QS-v at SF1, 23 first occurrences wrote 94 MB of such copies
+#: (whole-table projections of orders and partsupp among them) for 1.5 s each and read back
+#: 10 MB in all.
+MOST_ROWS = 0.5
+
+
+def keeps_most_rows(rows: int | None, table_rows: int | None) -> bool:
+    """Does a filtered/projected copy of one table keep most of its rows (both known)?"""
+    return rows is not None and bool(table_rows) and rows >= MOST_ROWS * table_rows
+
+
 def measured_score(benefit: float) -> tuple[float, ...] | None:
     """Score of an operator with statistics: eligible only with positive benefit."""
     return (0.0, benefit) if benefit > 0 else None

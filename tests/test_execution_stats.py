@@ -142,3 +142,38 @@ def test_what_to_cache_is_chosen_with_the_disk_tiers_bandwidth(tpch, tmp_path):
         orders_side[disk] = line
     assert "CACHED as" in orders_side["10g"], orders_side["10g"]
     assert "<= 0 with disk bandwidth" in orders_side["1k"], orders_side["1k"]
+
+
+@pytest.mark.spark
+def test_a_copy_keeping_most_of_its_tables_rows_is_not_cached(tpch, tmp_path):
+    """A filtered projection of one table that keeps most of the table's rows costs as much
+    to read back as the columns it scans: it is refused whatever its measured Texec, while
+    the same operator keeping few rows is cached."""
+    ship = JOINED.replace("'MAIL'", "'SHIP'")
+    expected = tpch.sql(ship).collect()
+    orders = tpch.table("orders").count()
+    lines = {}
+    for kept in (orders, orders // 100):
+        cs = criss.session(tpch, home=str(tmp_path / str(kept)), codec_rate="100g")
+        try:
+            cs.sql(JOINED).collect()
+            captured = cs.bridge.capture(tpch.sql(ship))
+            tree = cs.canonical_tree(captured)
+            project = next(
+                n
+                for n in tree.walk()
+                if captured.label_at(n.path).startswith("Project [o_orderkey")
+            )
+            cs.report()
+            cs.qtree.record_stats(project.fingerprint, texec=5.0, size_bytes=1000, rows=kept)
+            df = cs.sql(ship)
+            assert_same_rows(df.collect(), expected)
+            explanation = cs.explain(df)
+        finally:
+            cs.close()
+        lines[kept] = next(
+            x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x
+        )
+    assert f"keeping {orders} of its {orders} rows" in lines[orders], lines[orders]
+    assert "CACHED as" not in lines[orders]
+    assert "CACHED as" in lines[orders // 100], lines[orders // 100]
