@@ -112,6 +112,44 @@ def test_prefilter_not_applied_when_spark_broadcasts(tpch, forced, tmp_path):
     assert any("Spark broadcasts" in ln for ln in joins_lines(cs, df))
 
 
+ORDERS_1PCT_JOINED_BIG_SIDE = """
+select o_orderkey, o_orderdate, l_linenumber, l_extendedprice
+from orders join (
+  select l_orderkey, l_linenumber, l_extendedprice
+  from lineitem join part on l_partkey = p_partkey where p_size < 40
+) x on o_orderkey = l_orderkey
+where o_orderdate < date'1992-01-25'
+"""
+
+
+def test_adaptive_broadcast_at_the_measured_size_counts_only_before_the_big_shuffle(
+    tpch, forced, tmp_path
+):
+    """Spark estimates a date-filtered orders at the whole table's size and plans a shuffle;
+    adaptive execution broadcasts the 1 % it really is. Over a join, the big input's shuffle
+    is planned after that (nothing to save: no key set built); over a scan, it was already
+    shuffled beside orders, so the prefilter still pays."""
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    before = tpch.conf.get(key)
+    tpch.conf.set(key, "20000")  # SF 0.01: over 1 % of orders, under every estimate
+    try:
+        cs = session(tpch, tmp_path, runtime_filters=False, bloom_join=False)
+        df = cs.sql(ORDERS_1PCT_JOINED_BIG_SIDE)
+        assert_same_rows(df.collect(), tpch.sql(ORDERS_1PCT_JOINED_BIG_SIDE).collect())
+        orders_join = [ln for ln in joins_lines(cs, df) if "o_orderkey" in ln]
+        assert orders_join and all(
+            "semi_prefilter not applied" in ln
+            and "adaptive execution broadcasts the left input at its measured size" in ln
+            for ln in orders_join
+        ), orders_join
+        df = cs.sql(ORDERS_1PCT)
+        assert_same_rows(df.collect(), tpch.sql(ORDERS_1PCT).collect())
+        lines = joins_lines(cs, df)
+        assert any("semi_prefilter APPLIED" in ln for ln in lines), lines
+    finally:
+        tpch.conf.set(key, before)
+
+
 def test_options_off_leave_plan_alone(shuffle_joins, forced, tmp_path):
     spark = shuffle_joins
     cs = session(spark, tmp_path, **ALL_OFF)

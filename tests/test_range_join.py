@@ -138,14 +138,59 @@ def test_empty_side(cs, views):
         views.conf.set("spark.criss.range.join.min.ratio", "1")
 
 
-def test_outer_join_preserving_the_interval_side_is_left_alone(cs, views):
-    explain = _check(
-        cs,
-        views,
-        "select pid, iid from rj_intervals left join rj_points on p between s and e",
-        applied=False,
+#: outer joins whose preserved side is exploded into buckets or indexed: joined inner, plus
+#: the preserved side's unmatched rows (NULL, reversed and never-met intervals among them)
+INTERVAL_PRESERVING = {
+    "left": "select pid, iid from rj_intervals left join rj_points on p between s and e",
+    "right": "select pid, iid, s, e from rj_points right join rj_intervals on p >= s and p < e",
+    "residual": "select pid, iid from rj_intervals left join rj_points"
+    " on p between s and e and (pid + iid) % 3 <> 0",
+    "duplicates": "select pid, iid, s, e from rj_dups left join"
+    " (select * from rj_points where p < 1500) on p between s and e",
+    "date": "select pid, iid, sd from rj_intervals left join rj_points on pd >= sd and ed > pd",
+    "overlap": "select a.iid, b.iid from rj_intervals a left join"
+    " (select * from rj_intervals where iid % 3 = 0) b on a.s <= b.e and b.s <= a.e",
+    "overlap-right": "select a.iid, b.iid from (select * from rj_intervals where iid % 3 = 0) a"
+    " right join rj_intervals b on a.s <= b.e and b.s <= a.e",
+    "empty": "select pid, iid from rj_intervals left join rj_none_points on p between s and e",
+}
+
+
+@pytest.fixture
+def interval_preserving(views):
+    # exact duplicate rows, some met by no point (the points stop at 1500)
+    views.sql(
+        "select * from rj_intervals union all select * from rj_intervals where iid < 300"
+    ).createOrReplaceTempView("rj_dups")
+    views.sql(POINTS).where("pid < 0").createOrReplaceTempView("rj_none_points")
+    views.conf.set("spark.criss.range.join.min.seconds", "-1")
+    views.conf.set("spark.criss.range.join.min.ratio", "0")
+    yield views
+    views.conf.set("spark.criss.range.join.min.seconds", "0")
+    views.conf.set("spark.criss.range.join.min.ratio", "1")
+
+
+@pytest.mark.parametrize("method", ["bucket", "index"])
+@pytest.mark.parametrize("query", list(INTERVAL_PRESERVING.values()), ids=list(INTERVAL_PRESERVING))
+def test_outer_join_preserving_the_interval_side_equals_spark(
+    cs, interval_preserving, method, query
+):
+    interval_preserving.conf.set("spark.criss.range.join.method", method)
+    try:
+        explain = _check(cs, interval_preserving, query)
+    finally:
+        interval_preserving.conf.unset("spark.criss.range.join.method")
+    assert "unmatched rows (NULL-safe anti-join on whole rows)" in explain, explain
+    assert ("bucket equi-join" if method == "bucket" else "range index") in explain
+
+
+def test_outer_join_preserving_a_map_column_is_left_alone(cs, interval_preserving):
+    query = (
+        "select pid, iid, size(m) from (select *, map(iid, s) as m from rj_intervals) i"
+        " left join rj_points on p between s and e"
     )
-    assert "would be exploded" in explain
+    explain = _check(cs, interval_preserving, query, applied=False)
+    assert "map column(s) ['m']" in explain
 
 
 def test_one_sided_bound_and_equi_keys_are_left_alone(cs, views):
@@ -242,8 +287,6 @@ FLOAT_JOINS = {
 def test_floating_point_bounds_with_nan_infinities_and_signed_zero(cs, views, method, query):
     # NaN (above +Infinity in Spark's order), +-Infinity, -0.0 and NULL on both sides; the
     # interval ends fall on point values, so boundaries are tested
-    if method == "index" and " left join " in query:
-        pytest.skip("the range index is for inner joins")
     views.conf.set("spark.criss.range.join.method", method)
     try:
         explain = _check(cs, views, query)
@@ -262,10 +305,19 @@ def test_finite_floating_point_bounds_are_bucketed_by_the_cost_model(cs, views):
     assert "bucket equi-join" in explain
 
 
-def test_range_index_is_not_used_for_outer_joins(cs, forced_index):
-    query = "select pid, iid from rj_points left join rj_intervals on p >= s and p < e"
-    explain = _check(cs, forced_index, query, applied=False)
-    assert "forced index not possible (range index only for inner joins" in explain
+@pytest.mark.parametrize(
+    "query",
+    [
+        "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
+        "select pid, iid from rj_intervals right join rj_points on s <= p and e >= p",
+        "select pid, iid from rj_points left join rj_intervals on p >= e and pid < 40",
+        "select pid, iid from rj_intervals left join rj_points on sd > pd",
+    ],
+    ids=["point-preserved", "point-preserved-right", "one-sided", "one-sided-indexed-preserved"],
+)
+def test_range_index_serves_outer_joins(cs, forced_index, query):
+    explain = _check(cs, forced_index, query)
+    assert "range index" in explain and "unmatched rows" in explain
 
 
 def test_range_index_row_limit_blocks_it(cs, forced_index):

@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 
     from pyspark.sql import Column, DataFrame
 
-    from criss.bridge import JoinPlan, JoinSite
+    from criss.bridge import JoinPlan, JoinSide, JoinSite
+    from qtree.plan import PlanNode
 
     from . import JoinContext
 
@@ -102,16 +103,20 @@ def input_facts(
     context: JoinContext, plan: JoinPlan, path: tuple[int, ...], which: str
 ) -> InputFacts:
     facts = context.side_facts(plan, path, which)
-    ops = [n.op for n in facts.node.walk()]
     return InputFacts(
         fingerprint=facts.fingerprint,
         measure_key=key_source(facts.node).fingerprint,
         deterministic=facts.deterministic,
-        simple=all(op in ("Project", "Filter", "LogicalRelation") for op in ops),
+        simple=scan_input(facts.node),
         rows=facts.rows,
         may_measure=context.may_measure(facts),
         whole_table=whole_table(facts.node),
     )
+
+
+def scan_input(node: PlanNode) -> bool:
+    """A join input that only filters and projects a file scan: no exchange below it."""
+    return all(n.op in ("Project", "Filter", "LogicalRelation") for n in node.walk())
 
 
 def measure_keys(
@@ -194,8 +199,57 @@ def adaptive(context: JoinContext) -> bool:
 
 
 #: Inputs whose rows a key filter may drop: both for inner joins, the null-supplying one
-#: for outer joins (a preserved input keeps its unmatched rows).
+#: for outer joins (a preserved input keeps its unmatched rows). These are also the inputs
+#: Spark may broadcast (build) for each join type.
 _FILTERABLE = {"INNER": ["left", "right"], "LEFT OUTER": ["right"], "RIGHT OUTER": ["left"]}
+
+
+def broadcast(
+    side: JoinSide, rows: int | None, context: JoinContext, threshold: int, other_scan: bool
+) -> bool:
+    """Whether Spark broadcasts this (buildable) join input, so the other one is not shuffled.
+
+    Planned so when Spark's estimate is under the threshold (Spark's estimate of a filtered
+    scan is the whole table's). Otherwise adaptive execution broadcasts it once its shuffle
+    stage shows its real size (``rows``, measured, times its row width), but by then a
+    scan-only ``other`` input, whose stage had nothing to wait for, was shuffled beside it:
+    measured at SF1 (orders 1 % ⋈ lineitem, 2 MB threshold), lineitem's shuffle stage ran
+    and the broadcast join read it back locally. Only another input with an exchange below
+    it is planned after the conversion, and then never shuffled.
+    """
+    if threshold < 0:
+        return False
+    if side.estimated_bytes <= threshold:
+        return True
+    if other_scan or not adaptive(context) or rows is None:
+        return False
+    return rows * row_width(side.columns) <= threshold
+
+
+def _broadcast_reason(
+    site: JoinSite,
+    context: JoinContext,
+    rows: dict[str, int | None],
+    scans: dict[str, bool],
+) -> str | None:
+    """Why no shuffle is left to save: Spark broadcasts a buildable input, planned or (at
+    its ``rows``, measured) adaptively before the other input is shuffled; or None."""
+    threshold = broadcast_threshold(context)
+    for which in _FILTERABLE[site.join_type]:
+        side = site.left if which == "left" else site.right
+        other = "right" if which == "left" else "left"
+        if not broadcast(side, rows.get(which), context, threshold, scans.get(other, True)):
+            continue
+        if side.estimated_bytes <= threshold:
+            return f"Spark broadcasts the {which} input (est. {side.estimated_bytes} B)"
+        size = int(rows[which] * row_width(side.columns))  # type: ignore[operator]
+        return (
+            f"adaptive execution broadcasts the {which} input at its measured size "
+            f"({rows[which]} rows, ~{size} B <= {threshold} B; Spark estimated "
+            f"{side.estimated_bytes} B) before the {other} input is shuffled: "
+            "no shuffle to save"
+        )
+    return None
 
 
 def key_sides(site: JoinSite, context: JoinContext) -> tuple[tuple[EquiKey, ...], list[str]] | str:
@@ -205,10 +259,9 @@ def key_sides(site: JoinSite, context: JoinContext) -> tuple[tuple[EquiKey, ...]
     if not has_equality(site.condition):
         return "no equi-join keys"
     # cheapest test first: most joins broadcast, and their inputs' columns are not needed
-    threshold = broadcast_threshold(context)
-    small_est = min(site.left.estimated_bytes, site.right.estimated_bytes)
-    if 0 <= threshold and small_est <= threshold:
-        return f"Spark broadcasts an input (est. {small_est} B): no shuffle to save"
+    planned = _broadcast_reason(site, context, {}, {})
+    if planned:
+        return f"{planned}: no shuffle to save"
     left_ids = {c[2] for c in site.left.columns}
     right_ids = {c[2] for c in site.right.columns}
     keys = equi_keys(site.condition, left_ids, right_ids)
@@ -274,6 +327,12 @@ def measure_sides(
         facts[which] = input_facts(context, plan, site.path, which)
         if not facts[which].deterministic:
             return f"{which} input is not deterministic"
+    scans = {w: f.simple for w, f in facts.items()}
+    adaptive_broadcast = _broadcast_reason(
+        site, context, {w: f.rows for w, f in facts.items()}, scans
+    )
+    if adaptive_broadcast:
+        return adaptive_broadcast  # the QTree's rows already say so: nothing to measure
     for which in ("left", "right"):
         paths = [getattr(k, which) for k in keys]
         label = key_label([operand_label(operand(site.condition, p)) for p in paths])
@@ -293,6 +352,10 @@ def measure_sides(
                 "queries: its keys are measured when it recurs"
             )
         measured[which] = (known["rows"], known["ndv"][label])
+        rows = {w: m[0] for w, m in measured.items()}
+        adaptive_broadcast = _broadcast_reason(site, context, rows, scans)
+        if adaptive_broadcast:
+            return adaptive_broadcast  # the other input need not be measured
     widths = {"left": row_width(site.left.columns), "right": row_width(site.right.columns)}
     big = max(filterable, key=lambda w: measured[w][0] * widths[w])
     small = "right" if big == "left" else "left"

@@ -20,6 +20,7 @@ Criss's own cache can store and reuse like any operator.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("criss.joins.range")
 
 _JOIN_TYPES = {"INNER": "inner", "CROSS": "inner", "LEFT OUTER": "left", "RIGHT OUTER": "right"}
+_PRESERVED = {"LEFT OUTER": "left", "RIGHT OUTER": "right"}
+_UNMATCHED = "joined inner, plus the {} side's unmatched rows (NULL-safe anti-join on whole rows)"
 _NUMERIC = ("byte", "short", "integer", "long", "decimal", "float", "double")
 #: Floating-point ends enter the key domain through a monotone map into finite doubles:
 #: NaN (which Spark orders above +Infinity) and +Infinity to +FLOAT_KEY_LIMIT, -Infinity to
@@ -102,13 +105,14 @@ class RangeJoin(Verdicts):
         if None in kinds or len(kinds) != 1:
             types = {w: s.types for w, s in sides.items()}
             return None, self._skip(site, f"bound types {types} not bucketable (mixed kinds)")
-        preserved = {"LEFT OUTER": "left", "RIGHT OUTER": "right"}.get(site.join_type)
-        if preserved is not None and found.point_side != preserved:
-            return None, self._skip(
-                site,
-                f"outer join preserves the {preserved} side, which would be exploded "
-                "into several buckets (more than one row per preserved row)",
-            )
+        preserved = _PRESERVED.get(site.join_type)
+        unmatchable = _unmatchable(site, preserved)
+        if unmatchable:
+            return None, self._skip(site, unmatchable)
+        # an outer join preserving the point side keeps one bucket row per point and joins
+        # outer directly; any other outer join is joined inner, plus the preserved side's
+        # unmatched rows (see _with_unmatched)
+        direct = preserved is not None and found.point_side == preserved
         stats = {w: s.stats(context) for w, s in sides.items()}
         interval = found.interval_side
         if found.point_side is None and stats["left"].rows < stats["right"].rows:
@@ -118,21 +122,30 @@ class RangeJoin(Verdicts):
         decision = model.choose(
             stats[interval],
             stats[probe],
-            single_level=preserved is not None,
+            single_level=direct,
             index_blocked=_index_blocked(site, sides[interval], stats[interval], context),
             force=_forced(context),
         )
         details = dict(decision.details, kind=found.kind, interval_side=interval)
+        reason = decision.reason
         details["measured"] = {w: s.measured for w, s in sides.items()}
         if decision.method == "bucket":
+            how = _JOIN_TYPES[site.join_type] if direct else "inner"
             frame = _bucket_join(
-                plan, site, sides[probe], sides[interval], decision.widths, model, found
+                plan, site, sides[probe], sides[interval], decision.widths, model, found, how
             )
         elif decision.method == "index":
             frame = _index_join(plan, site, sides[probe], sides[interval], None, context, details)
         else:
             frame = None
-        return self._result(site, frame, decision.method, decision.reason, details, context)
+        if (
+            frame is not None
+            and preserved is not None
+            and not (direct and decision.method == "bucket")
+        ):
+            frame = _with_unmatched(plan, site, frame, preserved)
+            reason = f"{reason}; {_UNMATCHED.format(preserved)}"
+        return self._result(site, frame, decision.method, reason, details, context)
 
     def _plan_one_sided(
         self, plan: JoinPlan, site: JoinSite, bound: Bound, context: JoinContext
@@ -149,6 +162,10 @@ class RangeJoin(Verdicts):
         if None in kinds or len(kinds) != 1:
             types = {w: s.types for w, s in sides.items()}
             return None, self._skip(site, f"one-sided bound types {types} not indexable")
+        preserved = _PRESERVED.get(site.join_type)
+        unmatchable = _unmatchable(site, preserved)
+        if unmatchable:
+            return None, self._skip(site, unmatchable)
         stats = {w: s.stats(context) for w, s in sides.items()}
         indexed = "left" if stats["left"].rows < stats["right"].rows else "right"
         probe = "left" if indexed == "right" else "right"
@@ -161,13 +178,17 @@ class RangeJoin(Verdicts):
             force=_forced(context),
         )
         details = dict(decision.details, kind="one-sided", interval_side=indexed)
+        reason = decision.reason
         details["measured"] = {w: s.measured for w, s in sides.items()}
         frame = None
         if decision.method == "index":
             frame = _index_join(
                 plan, site, sides[probe], sides[indexed], indexed == lower, context, details
             )
-        return self._result(site, frame, decision.method, decision.reason, details, context)
+        if frame is not None and preserved is not None:
+            frame = _with_unmatched(plan, site, frame, preserved)
+            reason = f"{reason}; {_UNMATCHED.format(preserved)}"
+        return self._result(site, frame, decision.method, reason, details, context)
 
     def _result(
         self,
@@ -225,8 +246,6 @@ def _index_blocked(
     site: JoinSite, side: _Side, stats: SideStats, context: JoinContext
 ) -> str | None:
     """Why the range index cannot serve this join, or None."""
-    if site.join_type not in ("INNER", "CROSS"):
-        return f"range index only for inner joins, not {site.join_type}"
     max_rows, max_bytes = _index_limits(context)
     if stats.rows > max_rows:
         return f"interval side has {stats.rows} rows > {max_rows} ({INDEX_MAX_ROWS_CONF})"
@@ -357,9 +376,11 @@ def _bucket_join(
     widths: tuple[float, ...],
     model: RangeJoinModel,
     found: RangeCondition,
+    how: str,
 ) -> DataFrame:
     """``probe`` (one row per level and bucket) ⋈ ``interval`` (exploded into the buckets
-    of its level) on (level, bucket), with the original condition as residual."""
+    of its level) on (level, bucket), with the original condition as residual; ``how`` is
+    the DataFrame join type."""
     from pyspark.sql import functions as F
 
     lo_i, hi_i = interval.keys()
@@ -406,7 +427,53 @@ def _bucket_join(
         on = on & (F.col("__rj_bi") == first)
     on = on & plan.condition_column(site.path)
     left, right = (probed, exploded) if probe.which == "left" else (exploded, probed)
-    return left.join(right, on, _JOIN_TYPES[site.join_type])
+    return left.join(right, on, how)
+
+
+def _unmatchable(site: JoinSite, preserved: str | None) -> str | None:
+    """Why the preserved side's unmatched rows cannot be found by comparing whole rows."""
+    if preserved is None:
+        return None
+    columns = site.left.columns if preserved == "left" else site.right.columns
+    maps = [name for name, data_type, _ in columns if '"map"' in json.dumps(data_type)]
+    if maps:
+        return f"outer join preserves map column(s) {maps}, which rows cannot be compared by"
+    return None
+
+
+def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved: str) -> DataFrame:
+    """An outer join from its ``inner`` pairs: these plus each row of the ``preserved``
+    side that met no row, with NULLs for the other side's columns.
+
+    Rows carry no identity, so a preserved row is unmatched when no equal row (NULL-safe
+    equality on every column) occurs among the matched ones. That is exact: equal rows
+    meet the same rows of the other side, whatever the condition. The preserved side is
+    the exploded or indexed one here, so an inner join is the only way to pair it.
+    """
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    other = "right" if preserved == "left" else "left"
+    columns = {"left": site.left.columns, "right": site.right.columns}
+    attrs = {
+        w: [plan.attribute_column(site.path, w, i) for i in range(len(columns[w]))]
+        for w in ("left", "right")
+    }
+    kept = attrs[preserved]
+    matched = inner.select(*[a.alias(f"__rj_m{i}") for i, a in enumerate(kept)]).distinct()
+    same = reduce(
+        lambda acc, c: acc & c, [a.eqNullSafe(F.col(f"__rj_m{i}")) for i, a in enumerate(kept)]
+    )
+    lonely = plan.side(site.path, preserved).join(matched, same, "left_anti")
+    types = plan.side(site.path, other).schema.fields
+    nulls = [
+        F.lit(None).cast(f.dataType).alias(name)
+        for f, (name, _, _) in zip(types, columns[other], strict=True)
+    ]
+    pads = {preserved: kept, other: nulls}
+    both = inner.select(*attrs["left"], *attrs["right"])
+    return both.unionAll(lonely.select(*pads["left"], *pads["right"]))
 
 
 # --- the range index --------------------------------------------------------------------------

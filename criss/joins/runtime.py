@@ -33,13 +33,14 @@ from qtree.star import (
 from . import JoinChoice, Verdicts
 from .prefilter import (
     InputFacts,
-    adaptive,
+    broadcast,
     broadcast_threshold,
     distinct_keys,
     input_facts,
     measure_keys,
     operand_width,
     row_width,
+    scan_input,
     semi_filter,
 )
 
@@ -282,24 +283,19 @@ def _operand(plan: JoinPlan, f: StarFilter, path: tuple[int, ...]) -> Any:
 def _shuffled(
     plan: JoinPlan, context: JoinContext, f: StarFilter, threshold: int, rows: int | None = None
 ) -> bool:
-    """Whether Spark shuffles (does not broadcast) at the join of ``f``.
-
-    Planned as a broadcast when Spark's estimate of the dimension is under the threshold;
-    otherwise adaptive execution still broadcasts it when its real size is: that size is
-    ``rows`` (measured) or the QTree's rows for the input, times its row width. Spark's
-    estimate of a filtered scan is the whole table's, so this is where they differ.
-    """
-    if threshold < 0:
-        return True
+    """Whether Spark shuffles the fact side at the join of ``f``: its dimension is not
+    broadcast (see ``prefilter.broadcast``) at ``rows`` (measured), else at the QTree's
+    rows for it; the lowest join of a star, over the fact table's scan, shuffles it
+    before adaptive execution can broadcast."""
     site = next(s for s in plan.sites if s.path == f.join_path)
     dim = site.left if f.dim_side == "left" else site.right
-    if dim.estimated_bytes <= threshold:
-        return False
-    if not adaptive(context):
-        return True
+    if threshold < 0 or dim.estimated_bytes <= threshold:
+        return not broadcast(dim, rows, context, threshold, other_scan=True)
     if rows is None:
         rows = context.side_facts(plan, f.join_path, f.dim_side).rows
-    return rows is None or rows * row_width(dim.columns) > threshold
+    fact_side = "right" if f.dim_side == "left" else "left"
+    fact = context.side_facts(plan, f.join_path, fact_side).node
+    return not broadcast(dim, rows, context, threshold, other_scan=scan_input(fact))
 
 
 def _describe(plan: JoinPlan, f: StarFilter) -> str:

@@ -10,6 +10,9 @@ intervals are 2000x longer). Query per case::
     select count(*), sum(pid), sum(iid), bit_xor(xxhash64(pid, iid))
     from points join intervals on p between s and e
 
+With ``--outer`` the query is ``intervals LEFT JOIN points`` instead (every interval kept;
+written to ``--out``, e.g. ``range_join_outer.json``).
+
 Criss runs it twice (first run: measures the interval statistics; repeated run: a new
 query object, statistics and any cached operators reused). Spark's nested loop on all
 points is timed for the ``--full-spark`` cases; for the others Spark and Criss both run on
@@ -33,6 +36,12 @@ RESULTS = Path(__file__).resolve().parents[1] / "results" / "joins"
 QUERY = (
     "select count(*) as n, sum(pid) as sp, sum(iid) as si, bit_xor(xxhash64(pid, iid)) as h"
     " from {points} join {intervals} on p between s and e"
+)
+#: ``--outer``: every interval kept, met by points or not (the preserved side is the one
+#: exploded into buckets, so Criss joins inner and adds the unmatched intervals)
+QUERY_OUTER = (
+    "select count(*) as n, sum(pid) as sp, sum(iid) as si, bit_xor(xxhash64(pid, iid)) as h"
+    " from {intervals} left join {points} on p between s and e"
 )
 SPAN = 1_000_000_000
 
@@ -86,7 +95,9 @@ def main(argv: list[str] | None = None) -> dict:
         help="also force these Criss methods (spark.criss.range.join.method), e.g. bucket,index",
     )
     ap.add_argument("--no-spark", action="store_true", help="skip Spark's nested loop")
+    ap.add_argument("--outer", action="store_true", help="intervals LEFT JOIN points (QUERY_OUTER)")
     args = ap.parse_args(argv)
+    query = QUERY_OUTER if args.outer else QUERY
     full_spark = set(filter(None, args.full_spark.split(",")))
 
     spark = local_spark("range-join-experiment", conf={"spark.sql.shuffle.partitions": "8"})
@@ -102,9 +113,9 @@ def main(argv: list[str] | None = None) -> dict:
         for case in args.cases.split(","):
             spark.read.parquet(paths[case]).createOrReplaceTempView(case)
             if args.methods:
-                cases.append(run_methods(spark, cs, case, args.methods.split(",")))
+                cases.append(run_methods(spark, cs, query, case, args.methods.split(",")))
             else:
-                cases.append(run_case(spark, cs, case, args, case in full_spark))
+                cases.append(run_case(spark, cs, query, case, args, case in full_spark))
             print(json.dumps(cases[-1]), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -112,11 +123,12 @@ def main(argv: list[str] | None = None) -> dict:
         "command": "python -m experiments.joins.range_join "
         f"--points {args.points} --intervals {args.intervals} --subset {args.subset}"
         f" --full-spark {args.full_spark} --cases {args.cases}"
-        + (f" --methods {args.methods}" if args.methods else ""),
+        + (f" --methods {args.methods}" if args.methods else "")
+        + (" --outer" if args.outer else ""),
         "spark_version": spark.version,
         "points": args.points,
         "intervals": args.intervals,
-        "query": QUERY,
+        "query": query,
         "cases": cases,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -126,8 +138,8 @@ def main(argv: list[str] | None = None) -> dict:
     return result
 
 
-def run_case(spark, cs, case: str, args, spark_full: bool) -> dict:
-    query = QUERY.format(points="points", intervals=case)
+def run_case(spark, cs, template: str, case: str, args, spark_full: bool) -> dict:
+    query = template.format(points="points", intervals=case)
     criss_first, rows_first = timed(lambda: cs.sql(query).collect())
     repeated = cs.sql(query)
     criss_repeat, rows_repeat = timed(repeated.collect)
@@ -148,7 +160,7 @@ def run_case(spark, cs, case: str, args, spark_full: bool) -> dict:
         assert rows_spark == rows_first, (case, rows_spark, rows_first)
         out.update(spark_s=round(spark_s, 3), spark_extrapolated=False, checksums_equal=True)
     else:
-        subset = QUERY.format(points="points_subset", intervals=case)
+        subset = template.format(points="points_subset", intervals=case)
         spark_sub, rows_sub = timed(lambda: spark.sql(subset).collect())
         criss_sub, rows_criss_sub = timed(lambda: cs.sql(subset).collect())
         assert rows_sub == rows_criss_sub, (case, rows_sub, rows_criss_sub)
@@ -165,9 +177,9 @@ def run_case(spark, cs, case: str, args, spark_full: bool) -> dict:
     return out
 
 
-def run_methods(spark, cs, case: str, methods: list[str]) -> dict:
+def run_methods(spark, cs, template: str, case: str, methods: list[str]) -> dict:
     """Criss with each method forced, first and repeated run; checksums must agree."""
-    query = QUERY.format(points="points", intervals=case)
+    query = template.format(points="points", intervals=case)
     out: dict = {"case": case}
     rows_seen = None
     for method in methods:
