@@ -733,8 +733,10 @@ class _Planner:
             if not is_result and self._copies_its_table(node, stats.rows):
                 return None
             return measured_score(self._benefit(stats, self.s.disk_bandwidth))
-        if not is_result and unprojected_scan(node):
-            return None  # a copy would hold every column of the table
+        if not is_result and node.children and scan_only(node):
+            # a copy of one table is judged once its rows are known (see _copies_its_table):
+            # the executed plan of the query that first runs it gives them without a write
+            return None
         recurring = stats.ref >= self.s.options.min_ref
         if (recurring or (is_result and self.s.options.eager_results)) and self._worth_a_job(node):
             return collect_score(stats.ref, node.height)
@@ -907,6 +909,11 @@ class _Planner:
             return (
                 "filters a table without narrowing its columns: a copy would hold every "
                 "column (cached once measured, or as a query's result)"
+            )
+        if node.children and scan_only(node) and node.path != self.result_path:
+            return (
+                "a copy of one table: cached only once its rows are measured (from an "
+                "executed plan), if it keeps few of the table's rows"
             )
         estimate = self.s.estimated_texec(node, self.reuse_rules)
         if estimate < self.s.options.min_texec:
