@@ -153,6 +153,9 @@ INTERVAL_PRESERVING = {
     "overlap-right": "select a.iid, b.iid from (select * from rj_intervals where iid % 3 = 0) a"
     " right join rj_intervals b on a.s <= b.e and b.s <= a.e",
     "empty": "select pid, iid from rj_intervals left join rj_none_points on p between s and e",
+    # rows equal but for -0.0 / 0.0, which only the residual tells apart
+    "signed-zero": "select pid, iid, cast(z as string) from rj_zeros left join rj_points"
+    " on p between s and e and cast(z as string) = '0.0'",
 }
 
 
@@ -163,6 +166,10 @@ def interval_preserving(views):
         "select * from rj_intervals union all select * from rj_intervals where iid < 300"
     ).createOrReplaceTempView("rj_dups")
     views.sql(POINTS).where("pid < 0").createOrReplaceTempView("rj_none_points")
+    views.sql(
+        "select 7 as iid, 100 + id % 1 as s, 900 + id % 1 as e,"
+        " (id % 2 - 1) * 0.0D as z from range(4)"  # -0.0 on even ids, 0.0 on odd
+    ).createOrReplaceTempView("rj_zeros")
     views.conf.set("spark.criss.range.join.min.seconds", "-1")
     views.conf.set("spark.criss.range.join.min.ratio", "0")
     yield views

@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from typing import TYPE_CHECKING, Any
 
 from criss.joins import JoinChoice, Verdicts
@@ -438,7 +439,23 @@ def _unmatchable(site: JoinSite, preserved: str | None) -> str | None:
     maps = [name for name, data_type, _ in columns if '"map"' in json.dumps(data_type)]
     if maps:
         return f"outer join preserves map column(s) {maps}, which rows cannot be compared by"
+    nested = [
+        name
+        for name, data_type, _ in columns
+        if not isinstance(data_type, str) and re.search(r'"(float|double)"', json.dumps(data_type))
+    ]
+    if nested:
+        return (
+            f"outer join preserves nested floating-point column(s) {nested}: equality "
+            "would not tell -0.0 from 0.0"
+        )
     return None
+
+
+def _exact(column: Column, data_type: Any) -> Column:
+    """A value to compare rows by: floating point as its text, since Spark's equality
+    treats -0.0 and 0.0 as equal and a condition may not (``cast(x as string)``)."""
+    return column.cast("string") if data_type in _FLOATING else column
 
 
 def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved: str) -> DataFrame:
@@ -446,9 +463,10 @@ def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved:
     side that met no row, with NULLs for the other side's columns.
 
     Rows carry no identity, so a preserved row is unmatched when no equal row (NULL-safe
-    equality on every column) occurs among the matched ones. That is exact: equal rows
-    meet the same rows of the other side, whatever the condition. The preserved side is
-    the exploded or indexed one here, so an inner join is the only way to pair it.
+    equality on every column, floating point by its text) occurs among the matched ones.
+    That is exact: equal rows meet the same rows of the other side, whatever the condition.
+    The preserved side is the exploded or indexed one here, so an inner join is the only
+    way to pair it.
     """
     from functools import reduce
 
@@ -461,9 +479,10 @@ def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved:
         for w in ("left", "right")
     }
     kept = attrs[preserved]
-    matched = inner.select(*[a.alias(f"__rj_m{i}") for i, a in enumerate(kept)]).distinct()
+    exact = [_exact(a, t) for a, (_, t, _) in zip(kept, columns[preserved], strict=True)]
+    matched = inner.select(*[e.alias(f"__rj_m{i}") for i, e in enumerate(exact)]).distinct()
     same = reduce(
-        lambda acc, c: acc & c, [a.eqNullSafe(F.col(f"__rj_m{i}")) for i, a in enumerate(kept)]
+        lambda acc, c: acc & c, [e.eqNullSafe(F.col(f"__rj_m{i}")) for i, e in enumerate(exact)]
     )
     lonely = plan.side(site.path, preserved).join(matched, same, "left_anti")
     types = plan.side(site.path, other).schema.fields
