@@ -43,8 +43,8 @@ from qtree.rewrite import (
     outside,
     plan_reuse,
     result_node,
-    scan_only,
     storable,
+    table_copy,
     unprojected_scan,
 )
 from qtree.tree import EXECUTED_PLAN, Observation
@@ -733,7 +733,7 @@ class _Planner:
             if not is_result and self._copies_its_table(node, stats.rows):
                 return None
             return measured_score(self._benefit(stats, self.s.disk_bandwidth))
-        if not is_result and node.children and scan_only(node):
+        if not is_result and table_copy(node):
             # a copy of one table is judged once its rows are known (see _copies_its_table):
             # the executed plan of the query that first runs it gives them without a write
             return None
@@ -746,7 +746,7 @@ class _Planner:
     def _copies_its_table(node: PlanNode, rows: int | None) -> int | None:
         """The table's row count when ``node`` filters/projects one table and keeps most
         of its rows (a copy no cheaper to read than the table), else None."""
-        if not node.children or not scan_only(node):
+        if not table_copy(node):
             return None
         table = table_rows(next(node.leaves()).relation)
         return table if keeps_most_rows(rows, table) else None
@@ -910,7 +910,7 @@ class _Planner:
                 "filters a table without narrowing its columns: a copy would hold every "
                 "column (cached once measured, or as a query's result)"
             )
-        if node.children and scan_only(node) and node.path != self.result_path:
+        if table_copy(node) and node.path != self.result_path:
             return (
                 "a copy of one table: cached only once its rows are measured (from an "
                 "executed plan), if it keeps few of the table's rows"

@@ -33,6 +33,12 @@ def scan_only(node: PlanNode) -> bool:
     return node.op in ROW_LOCAL and len(node.children) == 1 and scan_only(node.children[0])
 
 
+def table_copy(node: PlanNode) -> bool:
+    """Rows of one table, filtered and/or projected (the relation itself excluded): what
+    caching this operator would store is a copy of part of one table."""
+    return bool(node.children) and scan_only(node)
+
+
 def unprojected_scan(node: PlanNode) -> bool:
     """Rows of one table with all its columns (a Filter straight over the relation).
 
@@ -40,7 +46,7 @@ def unprojected_scan(node: PlanNode) -> bool:
     every column of every kept row: e.g. 132 MB for TPC-H SF1's late lineitems, slower to
     write and read back than rescanning the few columns the query needs.
     """
-    return node.op != "Project" and scan_only(node) and bool(node.children)
+    return node.op != "Project" and table_copy(node)
 
 
 def result_node(root: PlanNode) -> PlanNode:

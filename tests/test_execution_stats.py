@@ -104,12 +104,34 @@ def test_measured_statistics_are_not_overwritten_by_estimates(tmp_path):
         qtree.close()
 
 
+SHIP = JOINED.replace("'MAIL'", "'SHIP'")
+
+
+def _orders_side_line(cs, tpch, expected, **stats) -> str:
+    """Run JOINED, give the orders side of its SHIP twin ``stats`` in the QTree, run SHIP
+    (rows checked against plain Spark's) and return explain's line for that side."""
+    try:
+        cs.sql(JOINED).collect()
+        captured = cs.bridge.capture(tpch.sql(SHIP))
+        tree = cs.canonical_tree(captured)
+        project = next(
+            n for n in tree.walk() if captured.label_at(n.path).startswith("Project [o_orderkey")
+        )
+        cs.report()  # the statistics read in the background are in before ours
+        cs.qtree.record_stats(project.fingerprint, **stats)
+        df = cs.sql(SHIP)
+        assert_same_rows(df.collect(), expected)
+        explanation = cs.explain(df)
+    finally:
+        cs.close()
+    return next(x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x)
+
+
 @pytest.mark.spark
 def test_what_to_cache_is_chosen_with_the_disk_tiers_bandwidth(tpch, tmp_path):
     """The paper values a candidate as if it will sit on disk (the worst case): a memory
     tier fast enough to make it pay does not get it cached when the disk would not."""
-    ship = JOINED.replace("'MAIL'", "'SHIP'")
-    expected = tpch.sql(ship).collect()
+    expected = tpch.sql(SHIP).collect()
     orders_side = {}
     for disk in ("10g", "1k"):
         cs = criss.session(
@@ -119,26 +141,10 @@ def test_what_to_cache_is_chosen_with_the_disk_tiers_bandwidth(tpch, tmp_path):
             disk_bandwidth=disk,
             codec_rate="100g",  # the media alone decide here
         )
-        try:
-            cs.sql(JOINED).collect()
-            captured = cs.bridge.capture(tpch.sql(ship))
-            tree = cs.canonical_tree(captured)
-            project = next(
-                n
-                for n in tree.walk()
-                if captured.label_at(n.path).startswith("Project [o_orderkey")
-            )
-            # SF 0.01 runs in milliseconds: give the recurring orders side the statistics
-            # of a 1 MB result that took 1 s (1 ms to load from the 10g disk, 17 min from 1k)
-            cs.report()
-            cs.qtree.record_stats(project.fingerprint, texec=1.0, size_bytes=1_000_000, rows=1)
-            df = cs.sql(ship)
-            assert_same_rows(df.collect(), expected)
-            explanation = cs.explain(df)
-        finally:
-            cs.close()
-        line = next(x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x)
-        assert "Texec=1.000s" in line, explanation
+        # SF 0.01 runs in milliseconds: give the recurring orders side the statistics
+        # of a 1 MB result that took 1 s (1 ms to load from the 10g disk, 17 min from 1k)
+        line = _orders_side_line(cs, tpch, expected, texec=1.0, size_bytes=1_000_000, rows=1)
+        assert "Texec=1.000s" in line, line
         orders_side[disk] = line
     assert "CACHED as" in orders_side["10g"], orders_side["10g"]
     assert "<= 0 with disk bandwidth" in orders_side["1k"], orders_side["1k"]
@@ -149,31 +155,12 @@ def test_a_copy_keeping_most_of_its_tables_rows_is_not_cached(tpch, tmp_path):
     """A filtered projection of one table that keeps most of the table's rows costs as much
     to read back as the columns it scans: it is refused whatever its measured Texec, while
     the same operator keeping few rows is cached."""
-    ship = JOINED.replace("'MAIL'", "'SHIP'")
-    expected = tpch.sql(ship).collect()
+    expected = tpch.sql(SHIP).collect()
     orders = tpch.table("orders").count()
     lines = {}
     for kept in (orders, orders // 100):
         cs = criss.session(tpch, home=str(tmp_path / str(kept)), codec_rate="100g")
-        try:
-            cs.sql(JOINED).collect()
-            captured = cs.bridge.capture(tpch.sql(ship))
-            tree = cs.canonical_tree(captured)
-            project = next(
-                n
-                for n in tree.walk()
-                if captured.label_at(n.path).startswith("Project [o_orderkey")
-            )
-            cs.report()
-            cs.qtree.record_stats(project.fingerprint, texec=5.0, size_bytes=1000, rows=kept)
-            df = cs.sql(ship)
-            assert_same_rows(df.collect(), expected)
-            explanation = cs.explain(df)
-        finally:
-            cs.close()
-        lines[kept] = next(
-            x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x
-        )
+        lines[kept] = _orders_side_line(cs, tpch, expected, texec=5.0, size_bytes=1000, rows=kept)
     assert f"keeping {orders} of its {orders} rows" in lines[orders], lines[orders]
     assert "CACHED as" not in lines[orders]
     assert "CACHED as" in lines[orders // 100], lines[orders // 100]

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from policies import filters as policy
+from qtree.rewrite import scan_only
 from qtree.star import (
     EquiKey,
     equi_keys,
@@ -116,7 +117,7 @@ def input_facts(
 
 def scan_input(node: PlanNode) -> bool:
     """A join input that only filters and projects a file scan: no exchange below it."""
-    return all(n.op in ("Project", "Filter", "LogicalRelation") for n in node.walk())
+    return scan_only(node) and next(node.leaves()).op == "LogicalRelation"
 
 
 def measure_keys(

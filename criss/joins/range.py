@@ -139,13 +139,8 @@ class RangeJoin(Verdicts):
             frame = _index_join(plan, site, sides[probe], sides[interval], None, context, details)
         else:
             frame = None
-        if (
-            frame is not None
-            and preserved is not None
-            and not (direct and decision.method == "bucket")
-        ):
-            frame = _with_unmatched(plan, site, frame, preserved)
-            reason = f"{reason}; {_UNMATCHED.format(preserved)}"
+        if not (direct and decision.method == "bucket"):
+            frame, reason = _with_unmatched(site, sides, frame, preserved, reason)
         return self._result(site, frame, decision.method, reason, details, context)
 
     def _plan_one_sided(
@@ -186,9 +181,7 @@ class RangeJoin(Verdicts):
             frame = _index_join(
                 plan, site, sides[probe], sides[indexed], indexed == lower, context, details
             )
-        if frame is not None and preserved is not None:
-            frame = _with_unmatched(plan, site, frame, preserved)
-            reason = f"{reason}; {_UNMATCHED.format(preserved)}"
+        frame, reason = _with_unmatched(site, sides, frame, preserved, reason)
         return self._result(site, frame, decision.method, reason, details, context)
 
     def _result(
@@ -458,9 +451,16 @@ def _exact(column: Column, data_type: Any) -> Column:
     return column.cast("string") if data_type in _FLOATING else column
 
 
-def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved: str) -> DataFrame:
+def _with_unmatched(
+    site: JoinSite,
+    sides: dict[str, _Side],
+    inner: DataFrame | None,
+    preserved: str | None,
+    reason: str,
+) -> tuple[DataFrame | None, str]:
     """An outer join from its ``inner`` pairs: these plus each row of the ``preserved``
-    side that met no row, with NULLs for the other side's columns.
+    side that met no row, with NULLs for the other side's columns (and ``reason`` saying
+    so); ``inner`` and ``reason`` as they are for an inner join or no rewrite.
 
     Rows carry no identity, so a preserved row is unmatched when no equal row (NULL-safe
     equality on every column, floating point by its text) occurs among the matched ones.
@@ -468,10 +468,13 @@ def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved:
     The preserved side is the exploded or indexed one here, so an inner join is the only
     way to pair it.
     """
+    if inner is None or preserved is None:
+        return inner, reason
     from functools import reduce
 
     from pyspark.sql import functions as F
 
+    plan = sides[preserved].plan
     other = "right" if preserved == "left" else "left"
     columns = {"left": site.left.columns, "right": site.right.columns}
     attrs = {
@@ -484,15 +487,16 @@ def _with_unmatched(plan: JoinPlan, site: JoinSite, inner: DataFrame, preserved:
     same = reduce(
         lambda acc, c: acc & c, [e.eqNullSafe(F.col(f"__rj_m{i}")) for i, e in enumerate(exact)]
     )
-    lonely = plan.side(site.path, preserved).join(matched, same, "left_anti")
-    types = plan.side(site.path, other).schema.fields
+    lonely = sides[preserved].frame.join(matched, same, "left_anti")
+    types = sides[other].frame.schema.fields
     nulls = [
         F.lit(None).cast(f.dataType).alias(name)
         for f, (name, _, _) in zip(types, columns[other], strict=True)
     ]
     pads = {preserved: kept, other: nulls}
     both = inner.select(*attrs["left"], *attrs["right"])
-    return both.unionAll(lonely.select(*pads["left"], *pads["right"]))
+    unioned = both.unionAll(lonely.select(*pads["left"], *pads["right"]))
+    return unioned, f"{reason}; {_UNMATCHED.format(preserved)}"
 
 
 # --- the range index --------------------------------------------------------------------------
