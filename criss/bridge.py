@@ -11,8 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import re
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -20,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 from criss.errors import BridgeError
 from qtree.plan import Expr, PlanNode, expression_tree, tree_from_catalyst_json
 from qtree.rewrite import SortKey
+
+log = logging.getLogger("criss.bridge")
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -42,6 +47,8 @@ LAYOUT_CONF = (
 )
 #: Parquet bytes of local-relation read plans kept for reuse (they hold their rows).
 LOCAL_PLANS_BYTES = 64 << 20
+#: Canonicalized plans whose plain-Python trees are kept for repeated captures.
+REMEMBERED_PLANS = 128
 #: Most rows a cached result may have to be put in ORDER BY order on the driver.
 LOCAL_SORT_ROWS = 200_000
 #: Per-query noise in physical plan strings: expression ids, plan ids, stage and codegen ids.
@@ -98,14 +105,83 @@ class CatalystBridge:
         #: a byte array's toString) → "bloom:<digest>", so captured plans name them by content.
         self._bloom_literals: dict[str, Any] = {}
         self._binary_names: dict[str, str] = {}
+        #: Python threads whose py4j connection has had Nagle's algorithm turned off.
+        self._fast_threads: set[int] = set()
+        self._fast_gateway = True
+        #: canonicalized plan's hashCode → [(JVM canonicalized plan, its tree, serial)],
+        #: least recently used first.
+        self._trees: OrderedDict[int, list[tuple[Any, PlanNode, int]]] = OrderedDict()
+        self._trees_lock = threading.Lock()
+        self._tree_serial = 0
+        self.remembered_captures = 0
+        self.speed_up_gateway()
 
     def seq(self, items: list[Any]) -> Any:
         """A Scala Seq from a Python list."""
         return self._utils.toSeq(items)
 
+    def speed_up_gateway(self) -> None:
+        """Turn off Nagle's algorithm on the JVM end of every py4j connection (once per
+        Python thread: each thread gets a connection of its own).
+
+        py4j 0.10.9.9 (PySpark 4.1) writes a reply over 8 KB in two parts; Nagle holds the
+        second until Python's delayed ACK, so every large reply (a plan's JSON is 20-60 KB)
+        took 45 ms instead of 3 (py4j issue #516, fixed upstream by py4j PR #592). Only the
+        socket option changes; if this py4j keeps its connections elsewhere, nothing does.
+        """
+        thread = threading.get_ident()
+        if not self._fast_gateway or thread in self._fast_threads:
+            return
+        self._fast_threads.add(thread)
+        try:
+            server = self.spark.sparkContext._gateway.java_gateway_server
+            field = self.jvm.java.lang.Class.forName("py4j.GatewayServer").getDeclaredField(
+                "connections"
+            )
+            field.setAccessible(True)
+            connections = field.get(server)
+            for i in range(connections.size()):
+                socket = connections.get(i).getSocket()
+                if not socket.getTcpNoDelay():
+                    socket.setTcpNoDelay(True)
+        except Exception as exc:  # another py4j or a locked-down JVM: slower, still correct
+            self._fast_gateway = False
+            log.debug("py4j connections keep Nagle's algorithm: %s", exc)
+
     # --- capture --------------------------------------------------------------------------------
 
+    def remembered_tree(self, canonical: Any) -> tuple[PlanNode, int] | None:
+        """The plain-Python tree of an equal canonicalized plan captured before, if any.
+
+        Catalyst's ``toJSON`` is the dearest step of a capture; a repeated query's
+        canonicalized plan equals (case-class equality, what ``sameResult`` uses) the one
+        captured last time, so its tree is reused. The tree holds no file listing or
+        determinism: ``CapturedPlan`` adds those fresh on every capture. Returns the tree
+        and the serial number it was remembered under.
+        """
+        code = int(canonical.hashCode())
+        with self._trees_lock:
+            candidates = list(self._trees.get(code, ()))
+        for jplan, tree, serial in candidates:
+            if canonical.equals(jplan):
+                with self._trees_lock:
+                    if code in self._trees:
+                        self._trees.move_to_end(code)
+                self.remembered_captures += 1
+                return tree, serial
+        return None
+
+    def remember_tree(self, canonical: Any, tree: PlanNode) -> int:
+        with self._trees_lock:
+            self._tree_serial += 1
+            entry = (canonical, tree, self._tree_serial)
+            self._trees.setdefault(int(canonical.hashCode()), []).append(entry)
+            while len(self._trees) > REMEMBERED_PLANS:
+                self._trees.popitem(last=False)
+            return self._tree_serial
+
     def capture(self, df: DataFrame) -> CapturedPlan:
+        self.speed_up_gateway()
         return CapturedPlan(self, df)
 
     # --- rewrite --------------------------------------------------------------------------------
@@ -557,14 +633,38 @@ class CapturedPlan:
         self.bridge = bridge
         try:
             self.root = df._jdf.queryExecution().optimizedPlan()
-            text = self.root.canonicalized().toJSON()
-            if '"[B@' in text and bridge._binary_names:
-                text = _BINARY_VALUE.sub(
-                    lambda m: '"value":"' + bridge._binary_names.get(m[1], m[1]) + '"', text
+            canonical = self.root.canonicalized()
+            remembered = bridge.remembered_tree(canonical)
+            serial: int | None = None
+            if remembered is not None:
+                tree, serial = remembered
+                unnamed_binary = False
+            else:
+                text = canonical.toJSON()
+                if '"[B@' in text and bridge._binary_names:
+                    text = _BINARY_VALUE.sub(
+                        lambda m: '"value":"' + bridge._binary_names.get(m[1], m[1]) + '"', text
+                    )
+                tree = tree_from_catalyst_json(json.loads(text))
+                unnamed_binary = '"[B@' in text
+                if not unnamed_binary:
+                    serial = bridge.remember_tree(canonical, tree)
+            self.tree = self._annotate(tree, unnamed_binary=unnamed_binary)
+            #: What ``tree`` is a function of (the remembered plan, its files' identities and
+            #: determinism), for memoizing work on it; None when not remembered.
+            self.memo_key = (
+                None
+                if serial is None
+                else (
+                    serial,
+                    tuple(
+                        (n.path, n.relation["key"], n.relation["version"])
+                        for n in self.tree.leaves()
+                        if n.relation is not None
+                    ),
+                    tuple(n.path for n in self.tree.walk() if not n.deterministic),
                 )
-            raw = json.loads(text)
-            tree = tree_from_catalyst_json(raw)
-            self.tree = self._annotate(tree, unnamed_binary='"[B@' in text)
+            )
         except BridgeError:
             raise
         except Exception as exc:  # py4j errors carry the JVM exception text

@@ -8,16 +8,17 @@ or stores results → the bridge builds the rewritten plan → Spark runs it.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 import weakref
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge import CapturedPlan, CatalystBridge, PartitionedResult
+from criss.bridge import REMEMBERED_PLANS, CapturedPlan, CatalystBridge, PartitionedResult
 from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
 from criss.history import COUNTERS, QueryHistory
@@ -132,6 +133,9 @@ class CrissSession:
         self._harvests: list[Future] = []
         #: Background seconds spent reading statistics off executed plans.
         self.harvest_seconds = 0.0
+        #: memo key of a captured plan → its canonical tree (see ``canonical_tree``).
+        self._canonical_trees: OrderedDict[tuple, PlanNode] = OrderedDict()
+        self._canonical_lock = threading.Lock()
         self._rules = tuple(
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
             for r in RULES
@@ -275,8 +279,22 @@ class CrissSession:
             pass
 
     def canonical_tree(self, captured: CapturedPlan) -> PlanNode:
-        """``captured``'s plan in canonical form with fingerprints (this session's rules)."""
-        return fingerprint_tree(canonicalize(captured.tree, self._rules))
+        """``captured``'s plan in canonical form with fingerprints (this session's rules);
+        a repeated plan over unchanged files gets the tree computed last time."""
+        key = captured.memo_key
+        if key is not None:
+            with self._canonical_lock:
+                tree = self._canonical_trees.get(key)
+                if tree is not None:
+                    self._canonical_trees.move_to_end(key)
+                    return tree
+        tree = fingerprint_tree(canonicalize(captured.tree, self._rules))
+        if key is not None:
+            with self._canonical_lock:
+                self._canonical_trees[key] = tree
+                while len(self._canonical_trees) > REMEMBERED_PLANS:
+                    self._canonical_trees.popitem(last=False)
+        return tree
 
     def estimated_texec(self, node: PlanNode, served: Iterable[tuple[int, ...]] = ()) -> float:
         """Seconds to compute ``node`` guessed from the table bytes it reads and the learned

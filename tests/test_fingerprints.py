@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 
 import pytest
 
@@ -129,3 +130,61 @@ def test_fresh_application_gets_same_fingerprints_and_reuses_home(tpch, tpch_dir
         assert other["reused"] >= 1, f"Q{q} did not reuse the first application's cache"
         expected = result_checksum(tpch.sql(queries.statement(q, sf=0.01).sql).collect())[1]
         assert other["checksums"] == [expected, expected], f"Q{q} differs in the fresh app"
+
+
+def _connections_without_nagle(spark) -> list[bool]:
+    """Per JVM end of a live py4j connection: is Nagle's algorithm off?"""
+    field = spark._jvm.java.lang.Class.forName("py4j.GatewayServer").getDeclaredField("connections")
+    field.setAccessible(True)
+    connections = field.get(spark.sparkContext._gateway.java_gateway_server)
+    return [connections.get(i).getSocket().getTcpNoDelay() for i in range(connections.size())]
+
+
+def test_every_thread_capturing_plans_gets_replies_without_nagle_delay(spark):
+    bridge = CatalystBridge(spark)
+    seen: list[list[bool]] = []
+
+    def capture_in_a_new_thread() -> None:  # py4j opens a connection per Python thread
+        bridge.capture(spark.sql("select 1 as one"))
+        seen.append(_connections_without_nagle(spark))
+
+    worker = threading.Thread(target=capture_in_a_new_thread)
+    worker.start()
+    worker.join()
+    assert len(seen[0]) >= 2 and all(seen[0])
+
+
+def test_a_repeated_plan_reuses_its_tree_but_lists_its_files_afresh(spark, tmp_path):
+    from pyspark.sql import functions as F
+
+    path = str(tmp_path / "t")
+    spark.range(0, 300).withColumn("g", F.col("id") % 3).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("remembered_t")
+    sql = "select g, count(*) c from remembered_t where id > {} group by g"
+    bridge = CatalystBridge(spark)
+
+    def capture(literal):
+        return fingerprint_tree(canonicalize(bridge.capture(spark.sql(sql.format(literal))).tree))
+
+    first = capture(10)
+    assert bridge.remembered_captures == 0
+    again = capture(10)
+    assert bridge.remembered_captures == 1
+    assert [n.fingerprint for n in again.walk()] == [n.fingerprint for n in first.walk()]
+    other = capture(11)  # a changed literal is another plan: captured in full
+    assert bridge.remembered_captures == 1 and other.fingerprint != first.fingerprint
+
+    with criss.session(spark, home=str(tmp_path / "home")) as cs:
+        query = spark.sql(sql.format(10))
+        tree = cs.canonical_tree(cs.bridge.capture(query))
+        assert cs.canonical_tree(cs.bridge.capture(query)) is tree  # computed once
+
+        spark.range(0, 500).withColumn("g", F.col("id") % 3).write.mode("overwrite").parquet(path)
+        changed = cs.canonical_tree(cs.bridge.capture(query))
+        assert changed is not tree and changed.fingerprint != tree.fingerprint
+
+    changed = capture(10)
+    assert bridge.remembered_captures == 2  # the same plan, over other files
+    (leaf,) = changed.leaves()
+    assert leaf.relation["version"] != next(first.leaves()).relation["version"]
+    assert changed.fingerprint != first.fingerprint
