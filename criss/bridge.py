@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
+from criss.recent import RecentItems
 from qtree.plan import Expr, PlanNode, expression_tree, tree_from_catalyst_json
 from qtree.rewrite import SortKey
 
@@ -108,11 +109,9 @@ class CatalystBridge:
         #: Python threads whose py4j connection has had Nagle's algorithm turned off.
         self._fast_threads: set[int] = set()
         self._fast_gateway = True
-        #: canonicalized plan's hashCode → [(JVM canonicalized plan, its tree, serial)],
-        #: least recently used first.
-        self._trees: OrderedDict[int, list[tuple[Any, PlanNode, int]]] = OrderedDict()
-        self._trees_lock = threading.Lock()
-        self._tree_serial = 0
+        #: canonicalized plan's hashCode → (that JVM plan, its plain-Python tree, serial).
+        self._trees = RecentItems(REMEMBERED_PLANS)
+        self._tree_serial = itertools.count(1)
         self.remembered_captures = 0
         self.speed_up_gateway()
 
@@ -150,35 +149,35 @@ class CatalystBridge:
 
     # --- capture --------------------------------------------------------------------------------
 
-    def remembered_tree(self, canonical: Any) -> tuple[PlanNode, int] | None:
-        """The plain-Python tree of an equal canonicalized plan captured before, if any.
+    def plan_tree(self, canonical: Any) -> tuple[PlanNode, int | None, bool]:
+        """The plain-Python tree of a canonicalized plan, the serial number it is remembered
+        under (None if it is not), and whether it holds a binary literal Criss did not name.
 
         Catalyst's ``toJSON`` is the dearest step of a capture; a repeated query's
         canonicalized plan equals (case-class equality, what ``sameResult`` uses) the one
         captured last time, so its tree is reused. The tree holds no file listing or
-        determinism: ``CapturedPlan`` adds those fresh on every capture. Returns the tree
-        and the serial number it was remembered under.
+        determinism: ``CapturedPlan`` adds those fresh on every capture. A plan with an
+        unnamed binary literal is never remembered.
         """
         code = int(canonical.hashCode())
-        with self._trees_lock:
-            candidates = list(self._trees.get(code, ()))
-        for jplan, tree, serial in candidates:
+        remembered = self._trees.get(code)
+        if remembered is not None:
+            jplan, tree, serial = remembered
             if canonical.equals(jplan):
-                with self._trees_lock:
-                    if code in self._trees:
-                        self._trees.move_to_end(code)
                 self.remembered_captures += 1
-                return tree, serial
-        return None
-
-    def remember_tree(self, canonical: Any, tree: PlanNode) -> int:
-        with self._trees_lock:
-            self._tree_serial += 1
-            entry = (canonical, tree, self._tree_serial)
-            self._trees.setdefault(int(canonical.hashCode()), []).append(entry)
-            while len(self._trees) > REMEMBERED_PLANS:
-                self._trees.popitem(last=False)
-            return self._tree_serial
+                return tree, serial, False
+        text = canonical.toJSON()
+        if '"[B@' in text and self._binary_names:
+            text = _BINARY_VALUE.sub(
+                lambda m: '"value":"' + self._binary_names.get(m[1], m[1]) + '"', text
+            )
+        tree = tree_from_catalyst_json(json.loads(text))
+        if '"[B@' in text:
+            return tree, None, True
+        serial = next(self._tree_serial)
+        # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
+        self._trees.put(code, (canonical, tree, serial))
+        return tree, serial, False
 
     def capture(self, df: DataFrame) -> CapturedPlan:
         self.speed_up_gateway()
@@ -633,22 +632,7 @@ class CapturedPlan:
         self.bridge = bridge
         try:
             self.root = df._jdf.queryExecution().optimizedPlan()
-            canonical = self.root.canonicalized()
-            remembered = bridge.remembered_tree(canonical)
-            serial: int | None = None
-            if remembered is not None:
-                tree, serial = remembered
-                unnamed_binary = False
-            else:
-                text = canonical.toJSON()
-                if '"[B@' in text and bridge._binary_names:
-                    text = _BINARY_VALUE.sub(
-                        lambda m: '"value":"' + bridge._binary_names.get(m[1], m[1]) + '"', text
-                    )
-                tree = tree_from_catalyst_json(json.loads(text))
-                unnamed_binary = '"[B@' in text
-                if not unnamed_binary:
-                    serial = bridge.remember_tree(canonical, tree)
+            tree, serial, unnamed_binary = bridge.plan_tree(self.root.canonicalized())
             self.tree = self._annotate(tree, unnamed_binary=unnamed_binary)
             #: What ``tree`` is a function of (the remembered plan, its files' identities and
             #: determinism), for memoizing work on it; None when not remembered.

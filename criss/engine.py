@@ -8,11 +8,10 @@ or stores results → the bridge builds the rewritten plan → Spark runs it.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 import warnings
 import weakref
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -23,6 +22,7 @@ from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinChoice, JoinOptimizer
+from criss.recent import RecentItems
 from criss.space import open_cache
 from criss.tables import table_rows
 from policies import get_policy
@@ -134,8 +134,7 @@ class CrissSession:
         #: Background seconds spent reading statistics off executed plans.
         self.harvest_seconds = 0.0
         #: memo key of a captured plan → its canonical tree (see ``canonical_tree``).
-        self._canonical_trees: OrderedDict[tuple, PlanNode] = OrderedDict()
-        self._canonical_lock = threading.Lock()
+        self._canonical_trees = RecentItems(REMEMBERED_PLANS)
         self._rules = tuple(
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
             for r in RULES
@@ -282,18 +281,11 @@ class CrissSession:
         """``captured``'s plan in canonical form with fingerprints (this session's rules);
         a repeated plan over unchanged files gets the tree computed last time."""
         key = captured.memo_key
-        if key is not None:
-            with self._canonical_lock:
-                tree = self._canonical_trees.get(key)
-                if tree is not None:
-                    self._canonical_trees.move_to_end(key)
-                    return tree
-        tree = fingerprint_tree(canonicalize(captured.tree, self._rules))
-        if key is not None:
-            with self._canonical_lock:
-                self._canonical_trees[key] = tree
-                while len(self._canonical_trees) > REMEMBERED_PLANS:
-                    self._canonical_trees.popitem(last=False)
+        tree = None if key is None else self._canonical_trees.get(key)
+        if tree is None:
+            tree = fingerprint_tree(canonicalize(captured.tree, self._rules))
+            if key is not None:
+                self._canonical_trees.put(key, tree)
         return tree
 
     def estimated_texec(self, node: PlanNode, served: Iterable[tuple[int, ...]] = ()) -> float:

@@ -15,10 +15,11 @@ only build DataFrames with the PySpark API over the bridge's join inputs.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
+
+from criss.recent import RecentItems
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -158,32 +159,6 @@ def _registry() -> tuple[JoinOptimization, ...]:
     return (RangeJoin(), RuntimeFilters(), SemiPrefilter(), BloomJoin())
 
 
-class ArtifactStore:
-    """Artifacts of join optimizations (indexes, filters) kept for the session's later
-    queries, keyed by what they were built from (input fingerprints change with the
-    input's files, so a stale artifact is never found). Bounded; evicted ones are released.
-    """
-
-    def __init__(self, limit: int = 8) -> None:
-        self.limit = limit
-        self._items: OrderedDict[Any, tuple[Any, Callable[[], None] | None]] = OrderedDict()
-
-    def get(self, key: Any) -> Any:
-        found = self._items.get(key)
-        if found is None:
-            return None
-        self._items.move_to_end(key)
-        return found[0]
-
-    def put(self, key: Any, value: Any, release: Callable[[], None] | None = None) -> None:
-        self._items[key] = (value, release)
-        self._items.move_to_end(key)
-        while len(self._items) > self.limit:
-            _, (_, old_release) = self._items.popitem(last=False)
-            if old_release is not None:
-                old_release()
-
-
 def _open_joins(tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
     """Whether ``tree`` has a join outside every subtree in ``covered``."""
     return any(
@@ -197,7 +172,10 @@ class JoinOptimizer:
 
     def __init__(self, session: CrissSession) -> None:
         self.session = session
-        self.artifacts = ArtifactStore()
+        #: Artifacts (indexes, filters) kept for the session's later queries, keyed by what
+        #: they were built from (input fingerprints change with the input's files, so a
+        #: stale artifact is never found); evicted ones are released.
+        self.artifacts = RecentItems(limit=8)
         self.optimizations = tuple(o for o in _registry() if getattr(session.options, o.name, True))
 
     def optimize(
