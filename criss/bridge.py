@@ -21,9 +21,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
+from criss.qtree.plan import Expr, PlanNode, expression_tree, tree_from_catalyst_json
+from criss.qtree.rewrite import SortKey
 from criss.recent import RecentItems
-from qtree.plan import Expr, PlanNode, expression_tree, tree_from_catalyst_json
-from qtree.rewrite import SortKey
 
 log = logging.getLogger("criss.bridge")
 

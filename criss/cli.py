@@ -54,7 +54,7 @@ def main() -> None:
 @_library_errors
 def datagen(sf: float, data_dir: Path | None) -> None:
     """Generate TPC-H Parquet data with tpchgen-cli (reused when already complete)."""
-    from experiments.tpch.data import ensure_tpch
+    from criss.workload.tpch.data import ensure_tpch
 
     click.echo(ensure_tpch(sf, data_dir))
 
@@ -153,7 +153,7 @@ def replay(
     """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
     from criss.console import ReplayProgress, print_replay_summary
     from criss.sparksession import local_spark
-    from experiments.replay import ReplayConfig, run_replay, write_results
+    from criss.workload.replay import ReplayConfig, run_replay, write_results
 
     variants = _parse_variants(variant_specs)
     modes = (("spark", "criss") if mode == "both" else (mode,)) + tuple(variants)
@@ -275,7 +275,7 @@ def explain(
     views = _parse_tables(tables)
     spark = local_spark("criss-explain", master=master)
     if tpch_sf is not None:
-        from experiments.tpch.data import ensure_tpch, register_views
+        from criss.workload.tpch.data import ensure_tpch, register_views
 
         register_views(spark, ensure_tpch(tpch_sf, data_dir, quiet=True))
     for name, path in views.items():

@@ -22,21 +22,18 @@ from criss.config import CrissOptions
 from criss.errors import CrissError, StorageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinChoice, JoinOptimizer
-from criss.recent import RecentItems
-from criss.space import open_cache
-from criss.tables import table_rows
-from policies import get_policy
-from policies.selection import (
+from criss.policies import get_policy
+from criss.policies.selection import (
     Candidate,
     best_per_branch,
     collect_score,
     keeps_most_rows,
     measured_score,
 )
-from qtree import QTree, canonicalize, fingerprint_tree
-from qtree.canonical import RULES, mark_python_udfs
-from qtree.plan import PlanNode
-from qtree.rewrite import (
+from criss.qtree import QTree, canonicalize, fingerprint_tree
+from criss.qtree.canonical import RULES, mark_python_udfs
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import (
     Relative,
     Reuse,
     SortKey,
@@ -48,10 +45,13 @@ from qtree.rewrite import (
     table_copy,
     unprojected_scan,
 )
-from qtree.tree import EXECUTED_PLAN, Observation
-from storage.cache import StoreResult, remove_staging, staged_bytes
-from storage.catalog import EntryRecord
-from storage.tiers import make_private_dir
+from criss.qtree.tree import EXECUTED_PLAN, Observation
+from criss.recent import RecentItems
+from criss.space import open_cache
+from criss.storage.cache import StoreResult, remove_staging, staged_bytes
+from criss.storage.catalog import EntryRecord
+from criss.storage.tiers import make_private_dir
+from criss.tables import table_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

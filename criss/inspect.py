@@ -243,7 +243,7 @@ def _recency(node: Mapping[str, Any] | None, start_time: float) -> float:
 
 
 def _policy():
-    from policies import get_policy
+    from criss.policies import get_policy
 
     return get_policy("criss")
 
@@ -698,9 +698,9 @@ def clear_home(home: str | Path, tier: str | None = None, **options: Any) -> dic
     (``memory_dir``, ``alluxio_url``, ...). Returns the overview numbers before and after.
     """
     from criss.config import CrissOptions
+    from criss.qtree import QTree
     from criss.space import build_tiers
-    from qtree import QTree
-    from storage.cache import PartitionCache
+    from criss.storage.cache import PartitionCache
 
     path = Path(home).expanduser()
     before = load_overview(path)  # raises NotFoundError for a home that is not there

@@ -16,10 +16,10 @@ from pathlib import Path
 from criss.bandwidth import measure_bandwidth, measure_codec_rate, measure_tier_bandwidth
 from criss.config import MEDIA, CrissOptions
 from criss.errors import ConfigError
-from policies.benefit import BenefitModel
-from qtree import QTree
-from storage.cache import PartitionCache
-from storage.tiers import LocalTier, Tier, make_private_dir
+from criss.policies.benefit import BenefitModel
+from criss.qtree import QTree
+from criss.storage.cache import PartitionCache
+from criss.storage.tiers import LocalTier, Tier, make_private_dir
 
 log = logging.getLogger("criss")
 
@@ -84,7 +84,7 @@ def build_tiers(options: CrissOptions, home: Path) -> tuple[list[Tier], list[Tie
 
 def _fast_tier(options: CrissOptions, home: Path) -> Tier:
     if options.alluxio_url:
-        from storage.alluxio import AlluxioTier  # the client is imported only when configured
+        from criss.storage.alluxio import AlluxioTier  # the client is imported only when configured
 
         digest = hashlib.sha256(str(home.resolve()).encode()).hexdigest()[:16]
         return AlluxioTier(

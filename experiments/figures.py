@@ -141,7 +141,7 @@ def statement_keys(result: dict[str, Any]) -> list[str]:
     queries = next(iter(result["modes"].values()))["queries"]
     if all("statement" in q for q in queries):
         return [q["statement"] for q in queries]
-    from experiments.streams import make_stream
+    from criss.workload.streams import make_stream
 
     stream = make_stream(
         result["stream"],
@@ -257,9 +257,10 @@ def run_experiment(
 
     Without ``spark``, a local session like the replay CLI's is started and stopped.
     """
+    from criss.workload.replay import ReplayConfig, run_replay, write_results
+
     from criss.console import ReplayProgress, print_replay_summary
     from criss.sparksession import local_spark
-    from experiments.replay import ReplayConfig, run_replay, write_results
 
     own_session = spark is None
     if spark is None:

@@ -22,11 +22,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+from criss.workload.tpch.data import ensure_tpch, register_views
+from criss.workload.tpch.queries import QUERY_IDS, statement
+
 import criss
 from criss.bridge import _read_arrow
 from criss.sparksession import local_spark
-from experiments.tpch.data import ensure_tpch, register_views
-from experiments.tpch.queries import QUERY_IDS, statement
 
 
 class Timer:

@@ -3,9 +3,9 @@
 Nothing in here knows about Spark objects: the bridge hands over plain Python trees.
 """
 
-from qtree.canonical import canonicalize
-from qtree.fingerprint import fingerprint_tree
-from qtree.plan import PlanNode
-from qtree.tree import QTree
+from criss.qtree.canonical import canonicalize
+from criss.qtree.fingerprint import fingerprint_tree
+from criss.qtree.plan import PlanNode
+from criss.qtree.tree import QTree
 
 __all__ = ["PlanNode", "QTree", "canonicalize", "fingerprint_tree"]

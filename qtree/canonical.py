@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from qtree.plan import Expr, PlanNode, expression_tree, is_expression_list
+from criss.qtree.plan import Expr, PlanNode, expression_tree, is_expression_list
 
 Rule = Callable[[PlanNode], PlanNode]
 

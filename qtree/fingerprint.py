@@ -10,7 +10,7 @@ import hashlib
 import json
 from typing import Any
 
-from qtree.plan import Expr, PlanNode
+from criss.qtree.plan import Expr, PlanNode
 
 FINGERPRINT_VERSION = "1"
 

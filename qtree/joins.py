@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from qtree.plan import Expr
+from criss.qtree.plan import Expr
 
 _CATALYST = "org.apache.spark.sql.catalyst.expressions."
 _AND = _CATALYST + "And"

@@ -22,8 +22,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from qtree.canonical import ALIAS, ATTRIBUTE, FLIPPED_COMPARISON, is_commutative
-from qtree.plan import Expr, PlanNode
+from criss.qtree.canonical import ALIAS, ATTRIBUTE, FLIPPED_COMPARISON, is_commutative
+from criss.qtree.plan import Expr, PlanNode
 
 #: Operators a signature looks through (the rest are opaque inputs).
 ROW_OPERATORS = frozenset({"Project", "Filter", "Join"})

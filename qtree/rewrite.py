@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
-from qtree.fingerprint import operator_digest
-from qtree.lineage import ROW_OPERATORS, row_signature
-from qtree.plan import Expr, PlanNode
+from criss.qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
+from criss.qtree.fingerprint import operator_digest
+from criss.qtree.lineage import ROW_OPERATORS, row_signature
+from criss.qtree.plan import Expr, PlanNode
 
 
 def storable(node: PlanNode) -> bool:

@@ -4,7 +4,7 @@ Pure functions over the plain expression trees the bridge hands over (``qtree.pl
 with the JVM's child order, so an expression path found here addresses the same JVM
 sub-expression). Nothing here knows Spark: the bridge turns paths back into Columns.
 
->>> from qtree.plan import Expr
+>>> from criss.qtree.plan import Expr
 >>> a = Expr("x.AttributeReference", (("exprId", (("id", 1),)),), ())
 >>> b = Expr("x.AttributeReference", (("exprId", (("id", 2),)),), ())
 >>> equi_keys(Expr("x.EqualTo", (), (b, a)), {1}, {2})
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from qtree.plan import Expr, PlanNode
-from qtree.rewrite import scan_only
+from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.rewrite import scan_only
 
 #: Expression classes whose value is not a function of their inputs: never filter on them.
 NONDETERMINISTIC = frozenset(

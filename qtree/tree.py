@@ -17,11 +17,11 @@ from typing import Any
 
 import networkx as nx
 import sqlite_utils
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key
 
 from criss.errors import CatalogError
 from criss.sqlite import open_catalog
-from qtree.plan import PlanNode
-from qtree.rewrite import Relative, relaxed_columns, relaxed_key
 
 SCHEMA_VERSION = "1"
 #: ``stats_source`` of statistics read off an executed plan rather than a written result.

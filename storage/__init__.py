@@ -1,8 +1,8 @@
 """Where cached operator results live: tiers, partitions, bitmaps and the cache catalog."""
 
-from storage.cache import PartitionCache, StoreResult
-from storage.catalog import CacheCatalog, EntryRecord, PartitionRecord
-from storage.tiers import LocalTier, Tier
+from criss.storage.cache import PartitionCache, StoreResult
+from criss.storage.catalog import CacheCatalog, EntryRecord, PartitionRecord
+from criss.storage.tiers import LocalTier, Tier
 
 __all__ = [
     "CacheCatalog",

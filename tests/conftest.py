@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from criss.workload.tpch.data import ensure_tpch, register_views
 
 from criss.sparksession import local_spark
-from experiments.tpch.data import ensure_tpch, register_views
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -59,7 +59,7 @@ def replayed_home(tpch, tpch_dir, tmp_path_factory):
     """
     from types import SimpleNamespace
 
-    from experiments.replay import ReplayConfig, run_replay, write_results
+    from criss.workload.replay import ReplayConfig, run_replay, write_results
 
     root = tmp_path_factory.mktemp("replayed")
     config = ReplayConfig(

@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
-from qtree import canonicalize, fingerprint_tree
-from qtree.canonical import (
+from criss.qtree import canonicalize, fingerprint_tree
+from criss.qtree.canonical import (
     ALIAS,
     ATTRIBUTE,
     ORDER_BOUND,
@@ -23,9 +22,9 @@ from qtree.canonical import (
     mark_python_udfs,
     strip_noise,
 )
-from qtree.lineage import row_signature
-from qtree.plan import PlanNode
-from qtree.rewrite import Relative, project_subset, relaxed_columns, relaxed_key
+from criss.qtree.lineage import row_signature
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import Relative, project_subset, relaxed_columns, relaxed_key
 
 X = "org.apache.spark.sql.catalyst.expressions."
 INNER = {"object": "org.apache.spark.sql.catalyst.plans.Inner$"}
@@ -282,7 +281,7 @@ def test_a_self_join_and_a_subquery_have_no_signature():
 def test_a_matched_operator_gets_its_rewrite_key_refreshed(tmp_path):
     """A home written by an older Criss keyed operators differently: matching one again
     re-keys it, so it can serve as a relative from then on."""
-    from qtree import QTree
+    from criss.qtree import QTree
 
     narrow = canonical(_orders_customers(narrow=True))
     wide = canonical(_orders_customers(narrow=False))

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from criss.workload.streams import make_stream
 from pyroaring import BitMap
 
 from criss.cli import main
 from criss.space import HOME_MARKER, memory_dir
 from criss.sparksession import LOCAL_DEFAULTS
-from experiments.streams import make_stream
 
 pytestmark = pytest.mark.spark
 
@@ -193,8 +193,9 @@ def test_explain_plans_without_caching_anything_new(
 
 
 def test_benefit_is_computed_per_tier_with_its_effective_bandwidth():
+    from criss.policies import get_policy
+
     from criss.inspect import _bandwidths, entry_benefit
-    from policies import get_policy
 
     meta = {"bandwidth:disk:/h/disk": 2e8, "bandwidth:memory:/dev/shm/x": 1e9, "codec_rate": 1e9}
     bandwidths = _bandwidths(meta, Path("/h"))

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from criss.policies import available_policies, get_policy
 
 from criss.config import CrissOptions, parse_bytes
 from criss.errors import ConfigError
-from policies import available_policies, get_policy
 
 
 def test_spark_conf_keys_name_the_options_with_dots():

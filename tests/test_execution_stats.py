@@ -4,13 +4,13 @@ counts (and derived Texec and size) without being written, and the benefit model
 from __future__ import annotations
 
 import pytest
+from criss.qtree.plan import PlanNode
+from criss.qtree.tree import EXECUTED_PLAN
 from rowcompare import assert_same_rows
 
 import criss
 from criss.bridge import OperatorMetrics
 from criss.engine import statistics_from_metrics
-from qtree.plan import PlanNode
-from qtree.tree import EXECUTED_PLAN
 
 JOINED = """
     select o_orderpriority, count(*) as n
@@ -89,7 +89,7 @@ def test_an_executed_join_gets_its_exact_row_count_without_being_written(tpch, t
 
 
 def test_measured_statistics_are_not_overwritten_by_estimates(tmp_path):
-    from qtree import QTree
+    from criss.qtree import QTree
 
     qtree = QTree(tmp_path / "catalog.db")
     try:

@@ -9,12 +9,12 @@ import textwrap
 import threading
 
 import pytest
+from criss.qtree import canonicalize, fingerprint_tree
+from criss.qtree.rewrite import result_node
+from criss.workload.tpch import queries
 
 import criss
 from criss.bridge import CatalystBridge
-from experiments.tpch import queries
-from qtree import canonicalize, fingerprint_tree
-from qtree.rewrite import result_node
 
 pytestmark = pytest.mark.spark
 
@@ -83,10 +83,10 @@ FRESH_APP = textwrap.dedent("""
     import criss
     from criss.bridge import CatalystBridge
     from criss.sparksession import local_spark
-    from experiments.replay import result_checksum
-    from experiments.tpch.data import register_views
-    from experiments.tpch import queries
-    from qtree import canonicalize, fingerprint_tree
+    from criss.workload.replay import result_checksum
+    from criss.workload.tpch.data import register_views
+    from criss.workload.tpch import queries
+    from criss.qtree import canonicalize, fingerprint_tree
     home, data, qids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     spark = local_spark("fresh-app", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, data)
@@ -105,7 +105,7 @@ FRESH_APP = textwrap.dedent("""
 
 
 def test_fresh_application_gets_same_fingerprints_and_reuses_home(tpch, tpch_dir, tmp_path):
-    from experiments.replay import result_checksum
+    from criss.workload.replay import result_checksum
 
     qids = list(queries.QUERY_IDS)
     home = tmp_path / "shared-home"

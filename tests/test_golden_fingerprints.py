@@ -13,12 +13,12 @@ import os
 from pathlib import Path
 
 import pytest
+from criss.qtree import canonicalize, fingerprint_tree
+from criss.qtree.canonical import RULES, relation_identity
+from criss.qtree.plan import PlanNode
+from criss.workload.tpch import queries
 
 from criss.bridge import CatalystBridge
-from experiments.tpch import queries
-from qtree import canonicalize, fingerprint_tree
-from qtree.canonical import RULES, relation_identity
-from qtree.plan import PlanNode
 
 pytestmark = pytest.mark.spark
 

@@ -248,7 +248,7 @@ WRITER = textwrap.dedent(
     import sys
     import criss
     from criss.sparksession import local_spark
-    from experiments.tpch.data import register_views
+    from criss.workload.tpch.data import register_views
     spark = local_spark("killed-writer", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, sys.argv[2])
     cs = criss.session(spark, home=sys.argv[1], min_texec=0, codec_rate="20m")
@@ -309,7 +309,7 @@ SHARER = textwrap.dedent(
     sys.path.insert(0, sys.argv[3])
     import criss
     from criss.sparksession import local_spark
-    from experiments.tpch.data import register_views
+    from criss.workload.tpch.data import register_views
     from rowcompare import assert_same_rows
     spark = local_spark("sharer", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, sys.argv[2])

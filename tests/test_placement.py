@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from policies.placement import TierRoom, Unit, plan_promotion, plan_write
+from criss.policies.placement import TierRoom, Unit, plan_promotion, plan_write
 
 
 def unit(key, size, memory, disk, tier=None, pinned=False, index=0):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from criss.policies import CrissBenefit, RecyclerBenefit, get_policy, register_policy
+from criss.policies.selection import Candidate, best_per_branch, collect_score, measured_score
 
 from criss.errors import ConfigError
-from policies import CrissBenefit, RecyclerBenefit, get_policy, register_policy
-from policies.selection import Candidate, best_per_branch, collect_score, measured_score
 
 
 def test_criss_benefit_is_the_papers_formula():
@@ -54,7 +54,7 @@ def test_best_operator_per_branch():
 
 
 def test_lip_filter_pays_only_below_its_join_where_the_fact_is_shuffled():
-    from policies.filters import StarJoin, star_filters
+    from criss.policies.filters import StarJoin, star_filters
 
     selective = StarJoin(survival=0.002, keys=1_000, key_width=8, shuffled=False, candidate=True)
     shuffled_whole_table = StarJoin(shuffled=True)

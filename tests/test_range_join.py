@@ -4,10 +4,10 @@ was really applied (explain, counters) or really left alone when it should be.""
 from __future__ import annotations
 
 import pytest
+from criss.policies.joins import RangeJoinModel, SideStats
+from criss.qtree.joins import detect_range
 
 import criss
-from policies.joins import RangeJoinModel, SideStats
-from qtree.joins import detect_range
 from tests.rowcompare import assert_same_rows
 
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
@@ -412,7 +412,7 @@ def test_model_levels_bound_the_explosion():
 
 
 def test_detection_needs_both_directions():
-    from qtree.plan import Expr
+    from criss.qtree.plan import Expr
 
     def attr(i):
         return Expr(

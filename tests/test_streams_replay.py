@@ -9,9 +9,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from experiments.replay import ReplayConfig, result_checksum, run_replay, write_results
-from experiments.streams import MAX_VARIANT_REPEATS, STREAMS, make_stream, zipf_weights
+from criss.workload.replay import ReplayConfig, result_checksum, run_replay, write_results
+from criss.workload.streams import MAX_VARIANT_REPEATS, STREAMS, make_stream, zipf_weights
 
 
 @pytest.mark.parametrize("kind", STREAMS)

@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from criss.bridge import CapturedPlan, JoinPlan, JoinSite
     from criss.engine import CrissSession
-    from qtree.plan import PlanNode
-    from qtree.tree import NodeStats
+    from criss.qtree.plan import PlanNode
+    from criss.qtree.tree import NodeStats
 
 log = logging.getLogger("criss.joins")
 

@@ -34,8 +34,8 @@ from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from criss import bridge as bridge_module
-from policies import filters as policy
-from qtree.star import operand, operand_label
+from criss.policies import filters as policy
+from criss.qtree.star import operand, operand_label
 
 from . import JoinChoice, Verdicts
 from .prefilter import input_facts, key_label, measured_keys
@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from criss.bridge import JoinPlan, JoinSite
-    from qtree.star import EquiKey
+    from criss.qtree.star import EquiKey
 
     from . import JoinContext
 

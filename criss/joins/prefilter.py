@@ -23,9 +23,9 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from policies import filters as policy
-from qtree.rewrite import scan_only
-from qtree.star import (
+from criss.policies import filters as policy
+from criss.qtree.rewrite import scan_only
+from criss.qtree.star import (
     EquiKey,
     equi_keys,
     has_equality,
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from criss.bridge import JoinPlan, JoinSide, JoinSite
-    from qtree.plan import PlanNode
+    from criss.qtree.plan import PlanNode
 
     from . import JoinContext
 

@@ -26,8 +26,8 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from criss.joins import JoinChoice, Verdicts
-from policies.joins import RangeJoinModel, SideStats
-from qtree.joins import (
+from criss.policies.joins import RangeJoinModel, SideStats
+from criss.qtree.joins import (
     Bound,
     Endpoint,
     RangeCondition,
@@ -216,7 +216,7 @@ def _model(context: JoinContext) -> RangeJoinModel:
 
 
 def _forced(context: JoinContext) -> str | None:
-    from policies.joins import METHODS
+    from criss.policies.joins import METHODS
 
     method = context.session.spark.conf.get(METHOD_CONF, None)
     if method in (None, "", "auto"):

@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from criss import bridge as bridge_module
-from policies import filters as policy
-from qtree.star import (
+from criss.policies import filters as policy
+from criss.qtree.star import (
     TRANSPARENT,
     Ancestor,
     StarFilter,
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from criss.bridge import JoinPlan, JoinSite
-    from qtree.plan import PlanNode
+    from criss.qtree.plan import PlanNode
 
     from . import JoinContext
 

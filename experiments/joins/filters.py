@@ -31,10 +31,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from criss.policies import filters as policy
+from criss.workload.tpch.data import data_dir_for, ensure_tpch, register_views
+
 import criss
 from criss.sparksession import local_spark
-from experiments.tpch.data import data_dir_for, ensure_tpch, register_views
-from policies import filters as policy
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "joins"
 DAYS = 2406  # o_orderdate spans 1992-01-01 .. 1998-08-02

@@ -30,9 +30,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from criss.workload.streams import StreamQuery, make_stream
+from criss.workload.tpch.data import ensure_tpch, register_views
+
 from criss.errors import WorkloadError
-from experiments.streams import StreamQuery, make_stream
-from experiments.tpch.data import ensure_tpch, register_views
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
