@@ -22,12 +22,12 @@ from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
+import criss
+from criss.bridge import canonicalized, executed_plan, optimized_plan, plan_json, tree_string
+from criss.localio import read_arrow
+from criss.sparksession import local_spark
 from criss.workload.tpch.data import ensure_tpch, register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
-
-import criss
-from criss.bridge import _read_arrow
-from criss.sparksession import local_spark
 
 
 class Timer:
@@ -41,10 +41,6 @@ class Timer:
         return out
 
 
-def _optimized(df):
-    return df._jdf.queryExecution().optimizedPlan()
-
-
 def phases(spark, cs, rounds: int = 3) -> dict[str, float]:
     """Mean ms per statement of each planning step, over ``rounds`` seeds of Q1..Q22."""
     timer, count = Timer(), 0
@@ -53,16 +49,16 @@ def phases(spark, cs, rounds: int = 3) -> dict[str, float]:
             count += 1
             sql = statement(qid, seed=seed).sql
             df = timer("Spark parse and analysis", lambda sql=sql: spark.sql(sql))
-            root = timer("Spark optimization", lambda df=df: _optimized(df))
-            canonical = timer("canonicalized()", lambda root=root: root.canonicalized())
-            timer("toJSON of the canonical plan", lambda c=canonical: c.toJSON())
-            timer("treeString (for comparison)", lambda root=root: root.treeString())
+            root = timer("Spark optimization", lambda df=df: optimized_plan(df))
+            canonical = timer("canonicalized()", lambda root=root: canonicalized(root))
+            timer("toJSON of the canonical plan", lambda c=canonical: plan_json(c))
+            timer("treeString (for comparison)", lambda root=root: tree_string(root))
             timer("capture (JSON + listings + checks)", lambda df=df: cs.bridge.capture(df))
             timer(
                 "re-optimization by Dataset.ofRows",
-                lambda root=root: _optimized(cs.bridge.dataframe_of(root)),
+                lambda root=root: optimized_plan(cs.bridge.dataframe_of(root)),
             )
-            timer("physical planning", lambda df=df: df._jdf.queryExecution().executedPlan())
+            timer("physical planning", lambda df=df: executed_plan(df))
     return {phase: round(s / count * 1000, 1) for phase, s in timer.seconds.items()}
 
 
@@ -74,7 +70,7 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
         spark.sql(sql).collect()
 
     def through(sql: str, on_driver: bool) -> None:
-        result = bridge.partitioned(_optimized(spark.sql(sql)))
+        result = bridge.partitioned(optimized_plan(spark.sql(sql)))
         staged = Path(tempfile.mkdtemp(prefix="criss-profile-"))
         try:
             if on_driver:
@@ -83,7 +79,7 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
                 result.frame().write.mode("overwrite").parquet(str(staged))
             files = sorted(str(p) for p in staged.glob("part-*.parquet"))
             schema = result.frame().schema
-            table = _read_arrow(files)
+            table = read_arrow(files)
             spark.createDataFrame(table, schema).collect()
         finally:
             shutil.rmtree(staged, ignore_errors=True)

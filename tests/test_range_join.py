@@ -3,16 +3,23 @@ was really applied (explain, counters) or really left alone when it should be.""
 
 from __future__ import annotations
 
+import dataclasses
+from contextlib import contextmanager
+
 import pytest
-from criss.policies.joins import RangeJoinModel, SideStats
-from criss.qtree.joins import detect_range
 
 import criss
+from criss.policies.joins import RangeJoinModel, SideStats
+from criss.qtree.joins import detect_range
 from tests.rowcompare import assert_same_rows
 
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
 #: these tests are about the join rewrite: no materialization jobs for caching
 NO_CACHING = dict(FAST, min_texec=1e9)
+#: rewrite whenever the estimate is cheaper at all: the tables here are small
+RELAXED = {"range_join_min_seconds": 0, "range_join_min_ratio": 1}
+#: ... or always, even where the estimate says the rewrite saves nothing
+ALWAYS = {"range_join_min_seconds": -1, "range_join_min_ratio": 0}
 
 POINTS = """
 select id as pid,
@@ -51,17 +58,24 @@ def views(spark):
     spark.sql(POINTS).createOrReplaceTempView("rj_points")
     spark.sql(INTERVALS).createOrReplaceTempView("rj_intervals")
     spark.sql(INTERVALS).where("iid * 2 > 5000").createOrReplaceTempView("rj_none")
-    # rewrite whenever the estimate is cheaper at all: the tables here are small
-    spark.conf.set("spark.criss.range.join.min.seconds", "0")
-    spark.conf.set("spark.criss.range.join.min.ratio", "1")
-    yield spark
-    spark.conf.unset("spark.criss.range.join.min.seconds")
-    spark.conf.unset("spark.criss.range.join.min.ratio")
+    return spark
 
 
 @pytest.fixture(scope="module")
 def cs(views, tmp_path_factory):
-    return criss.session(views, home=tmp_path_factory.mktemp("rj"), **NO_CACHING)
+    return criss.session(views, home=tmp_path_factory.mktemp("rj"), **RELAXED, **NO_CACHING)
+
+
+@contextmanager
+def _options(cs, **changes):
+    """``cs`` with some options changed between its queries, restored afterwards (the
+    range join reads ``cs.options`` per query)."""
+    saved = cs.options
+    cs.options = dataclasses.replace(saved, **changes)
+    try:
+        yield cs
+    finally:
+        cs.options = saved
 
 
 def _check(cs, spark, query: str, applied: bool = True) -> str:
@@ -107,11 +121,8 @@ def test_overlap_equals_spark_including_reversed_intervals(cs, views):
     query = (
         "select a.iid, b.iid from rj_intervals a join rj_intervals b on a.s <= b.e and b.s <= a.e"
     )
-    views.conf.set("spark.criss.range.join.min.ratio", "0.1")
-    try:
+    with _options(cs, range_join_min_ratio=0.1):
         _check(cs, views, query)
-    finally:
-        views.conf.set("spark.criss.range.join.min.ratio", "1")
 
 
 def test_several_length_levels_and_statistics_reused(cs, views):
@@ -128,14 +139,9 @@ def test_empty_side(cs, views):
     # the model keeps the nested loop for an empty side (nothing to save) ...
     _check(cs, views, "select pid, iid from rj_points join rj_none on p between s and e", False)
     # ... and the rewrite, when forced, still answers exactly
-    views.conf.set("spark.criss.range.join.min.seconds", "-1")
-    views.conf.set("spark.criss.range.join.min.ratio", "0")
-    try:
+    with _options(cs, **ALWAYS):
         _check(cs, views, "select pid, iid from rj_points left join rj_none on p between s and e")
         _check(cs, views, "select pid, iid from rj_none right join rj_points on p between s and e")
-    finally:
-        views.conf.set("spark.criss.range.join.min.seconds", "0")
-        views.conf.set("spark.criss.range.join.min.ratio", "1")
 
 
 #: outer joins whose preserved side is exploded into buckets or indexed: joined inner, plus
@@ -160,7 +166,7 @@ INTERVAL_PRESERVING = {
 
 
 @pytest.fixture
-def interval_preserving(views):
+def interval_preserving(cs, views):
     # exact duplicate rows, some met by no point (the points stop at 1500)
     views.sql(
         "select * from rj_intervals union all select * from rj_intervals where iid < 300"
@@ -170,11 +176,8 @@ def interval_preserving(views):
         "select 7 as iid, 100 + id % 1 as s, 900 + id % 1 as e,"
         " (id % 2 - 1) * 0.0D as z from range(4)"  # -0.0 on even ids, 0.0 on odd
     ).createOrReplaceTempView("rj_zeros")
-    views.conf.set("spark.criss.range.join.min.seconds", "-1")
-    views.conf.set("spark.criss.range.join.min.ratio", "0")
-    yield views
-    views.conf.set("spark.criss.range.join.min.seconds", "0")
-    views.conf.set("spark.criss.range.join.min.ratio", "1")
+    with _options(cs, **ALWAYS):
+        yield views
 
 
 @pytest.mark.parametrize("method", ["bucket", "index"])
@@ -182,11 +185,8 @@ def interval_preserving(views):
 def test_outer_join_preserving_the_interval_side_equals_spark(
     cs, interval_preserving, method, query
 ):
-    interval_preserving.conf.set("spark.criss.range.join.method", method)
-    try:
+    with _options(cs, range_join_method=method):
         explain = _check(cs, interval_preserving, query)
-    finally:
-        interval_preserving.conf.unset("spark.criss.range.join.method")
     assert "unmatched rows (NULL-safe anti-join on whole rows)" in explain, explain
     assert ("bucket equi-join" if method == "bucket" else "range index") in explain
 
@@ -237,10 +237,9 @@ def test_tiny_join_keeps_nested_loop_under_default_model(spark, tmp_path):
 
 
 @pytest.fixture
-def forced_index(views):
-    views.conf.set("spark.criss.range.join.method", "index")
-    yield views
-    views.conf.unset("spark.criss.range.join.method")
+def forced_index(cs, views):
+    with _options(cs, range_join_method="index"):
+        yield views
 
 
 @pytest.mark.parametrize(
@@ -294,11 +293,8 @@ FLOAT_JOINS = {
 def test_floating_point_bounds_with_nan_infinities_and_signed_zero(cs, views, method, query):
     # NaN (above +Infinity in Spark's order), +-Infinity, -0.0 and NULL on both sides; the
     # interval ends fall on point values, so boundaries are tested
-    views.conf.set("spark.criss.range.join.method", method)
-    try:
+    with _options(cs, range_join_method=method):
         explain = _check(cs, views, query)
-    finally:
-        views.conf.unset("spark.criss.range.join.method")
     assert ("bucket equi-join" if method == "bucket" else "range index") in explain
 
 
@@ -328,13 +324,13 @@ def test_range_index_serves_outer_joins(cs, forced_index, query):
 
 
 def test_range_index_row_limit_blocks_it(cs, forced_index):
-    forced_index.conf.set("spark.criss.range.join.index.max.rows", "10")
-    try:
+    with _options(cs, range_join_index_max_rows=10):
         query = "select pid, iid from rj_points join rj_intervals on p between s and e"
         explain = _check(cs, forced_index, query, applied=False)
-        assert "rows > 10 (spark.criss.range.join.index.max.rows)" in explain
-    finally:
-        forced_index.conf.unset("spark.criss.range.join.index.max.rows")
+        assert (
+            "rows > 10 (range_join_index_max_rows / spark.criss.range.join.index.max.rows)"
+            in explain
+        )
 
 
 def test_index_worker_pairs_are_a_superset_of_the_matches():
@@ -446,11 +442,34 @@ def test_dataframe_api_joins_are_rewritten_too(cs, views):
     assert "range_join APPLIED" in cs.explain(got), cs.explain(got)
 
 
-def test_a_repeated_query_probes_the_index_it_built(forced_index, tmp_path):
-    cs = criss.session(forced_index, home=tmp_path, **NO_CACHING)
+def test_a_repeated_query_probes_the_index_it_built(views, tmp_path):
+    cs = criss.session(views, home=tmp_path, range_join_method="index", **RELAXED, **NO_CACHING)
     query = "select pid, iid from rj_points join rj_intervals on p between s and e"
     for _ in range(2):
-        _check(cs, forced_index, query)
+        _check(cs, views, query)
     counters = cs.report()["counters"]
     assert counters["range_indexes_built"] == 1
     assert counters["range_indexes_reused"] == 1
+
+
+def test_method_is_an_option_of_the_session_not_read_at_query_time(views, tmp_path):
+    # the cost model buckets this join (test_point_in_interval_equals_spark) ...
+    query = "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e"
+    auto = criss.session(views, home=tmp_path / "auto", **RELAXED, **NO_CACHING)
+    assert "bucket equi-join" in _check(auto, views, query)
+    # ... the option forces the index, as a keyword ...
+    keyword = criss.session(
+        views, home=tmp_path / "keyword", range_join_method="index", **RELAXED, **NO_CACHING
+    )
+    assert keyword.options.range_join_method == "index"
+    assert "range index" in _check(keyword, views, query)
+    # ... or as a SparkConf key set before the session is created; a session created
+    # before it was set keeps its own choice
+    views.conf.set("spark.criss.range.join.method", "index")
+    try:
+        conf = criss.session(views, home=tmp_path / "conf", **RELAXED, **NO_CACHING)
+        assert "bucket equi-join" in _check(auto, views, query)
+    finally:
+        views.conf.unset("spark.criss.range.join.method")
+    assert conf.options.range_join_method == "index"
+    assert "range index" in _check(conf, views, query)

@@ -33,7 +33,7 @@ import math
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from criss import bridge as bridge_module
+from criss.bridge import bloom_limits, bloom_might_contain, build_bloom_filter
 from criss.policies import filters as policy
 from criss.qtree.star import operand, operand_label
 
@@ -95,42 +95,13 @@ class BloomJoin(Verdicts):
         if not decision.chosen:
             return None, self._choice(site, False, decision.reason, decision.details)
 
-        max_bits, max_items = bloom_limits = bridge_module.bloom_limits(plan.bridge)
+        max_bits, max_items = limits = bloom_limits(plan.bridge)
         items = max(1, min(stats["keys"], max_items))
         bits = min(decision.details["bits"], max_bits)
         small_paths = [getattr(k, small) for k in keys]
         big_paths = [getattr(k, big) for k in keys]
-        labels = [operand_label(operand(site.condition, p)) for p in small_paths]
-        fingerprint = input_facts(context, plan, site.path, small).fingerprint
-        cache_key = (fingerprint, key_label(labels), items, bits)
-        if cache_key in self._filters:
-            self._filters.move_to_end(cache_key)
-            context.counters["bloom_filters_reused"] += 1
-        else:
-            self._filters[cache_key] = bridge_module.build_bloom_filter(
-                plan, site.path, small, small_paths, items, bits
-            )
-            context.counters["bloom_filters_built"] += 1
-            while len(self._filters) > _KEPT:
-                self._filters.popitem(last=False)
-        bloom = self._filters[cache_key]
-
-        frames = {w: plan.side(site.path, w) for w in ("left", "right")}
-        if bloom is None:  # no small row has a non-NULL key: no big row can match
-            from pyspark.sql import functions as F
-
-            frames[big] = frames[big].where(F.lit(False))
-        else:
-            big_keys = [plan.condition_column(site.path, p) for p in big_paths]
-            not_null = big_keys[0].isNotNull()
-            for column in big_keys[1:]:
-                not_null = not_null & column.isNotNull()
-            might = bridge_module.bloom_might_contain(plan, site.path, big_paths, bloom)
-            frames[big] = frames[big].where(not_null & might)
-        how = {"INNER": "inner", "LEFT OUTER": "left_outer", "RIGHT OUTER": "right_outer"}
-        joined = frames["left"].join(
-            frames["right"], plan.condition_column(site.path), how[site.join_type]
-        )
+        bloom = self._filter(plan, site, context, small, small_paths, items, bits)
+        joined = _filtered_join(plan, site, big, big_paths, bloom)
 
         fpp = bloom_fpp(items, bits, stats["keys"])
         survival = stats["survival"]
@@ -140,7 +111,7 @@ class BloomJoin(Verdicts):
             "keys": key_label([operand_label(operand(site.condition, p)) for p in big_paths]),
             "bits": bits,
             "bits_capped": bits < decision.details["bits"],
-            "max_bits": bloom_limits[0],
+            "max_bits": limits[0],
             "fpp_model": decision.details["fpp"],
             "fpp": round(fpp, 5),
             "filter_bytes": len(bloom) if bloom is not None else 0,
@@ -152,3 +123,57 @@ class BloomJoin(Verdicts):
             f" est. {details['est_plain_s']:.2f}s -> {details['est_bloom_s']:.2f}s"
         )
         return joined, self._choice(site, True, reason, details)
+
+    def _filter(
+        self,
+        plan: JoinPlan,
+        site: JoinSite,
+        context: JoinContext,
+        small: str,
+        small_paths: list[tuple[int, ...]],
+        items: int,
+        bits: int,
+    ) -> bytes | None:
+        """The Bloom filter of the ``small`` input's keys: kept from an earlier query over
+        the same input (plan and files), or built now (one job)."""
+        labels = [operand_label(operand(site.condition, p)) for p in small_paths]
+        fingerprint = input_facts(context, plan, site.path, small).fingerprint
+        cache_key = (fingerprint, key_label(labels), items, bits)
+        if cache_key in self._filters:
+            self._filters.move_to_end(cache_key)
+            context.counters["bloom_filters_reused"] += 1
+        else:
+            self._filters[cache_key] = build_bloom_filter(
+                plan, site.path, small, small_paths, items, bits
+            )
+            context.counters["bloom_filters_built"] += 1
+            while len(self._filters) > _KEPT:
+                self._filters.popitem(last=False)
+        return self._filters[cache_key]
+
+
+def _filtered_join(
+    plan: JoinPlan,
+    site: JoinSite,
+    big: str,
+    big_paths: list[tuple[int, ...]],
+    bloom: bytes | None,
+) -> DataFrame:
+    """The join over its inputs, the ``big`` one reduced to rows whose keys are all non-NULL
+    and might be in ``bloom`` (to none when there is no filter: no small row has keys)."""
+    frames = {w: plan.side(site.path, w) for w in ("left", "right")}
+    if bloom is None:  # no small row has a non-NULL key: no big row can match
+        from pyspark.sql import functions as F
+
+        frames[big] = frames[big].where(F.lit(False))
+    else:
+        big_keys = [plan.condition_column(site.path, p) for p in big_paths]
+        not_null = big_keys[0].isNotNull()
+        for column in big_keys[1:]:
+            not_null = not_null & column.isNotNull()
+        might = bloom_might_contain(plan, site.path, big_paths, bloom)
+        frames[big] = frames[big].where(not_null & might)
+    how = {"INNER": "inner", "LEFT OUTER": "left_outer", "RIGHT OUTER": "right_outer"}
+    return frames["left"].join(
+        frames["right"], plan.condition_column(site.path), how[site.join_type]
+    )

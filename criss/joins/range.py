@@ -26,6 +26,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from criss.joins import JoinChoice, Verdicts
+from criss.joins.range_indexed import index_blocked, index_join
 from criss.policies.joins import RangeJoinModel, SideStats
 from criss.qtree.joins import (
     Bound,
@@ -57,16 +58,6 @@ _NUMERIC = ("byte", "short", "integer", "long", "decimal", "float", "double")
 #: stay finite (differences of keys cannot overflow), and the original condition decides.
 FLOAT_KEY_LIMIT = 2.0**1000
 _FLOATING = ("float", "double")
-#: Spark conf overriding ``RangeJoinModel.min_seconds`` (tests rewrite tiny joins with 0)
-MIN_SECONDS_CONF = "spark.criss.range.join.min.seconds"
-MIN_RATIO_CONF = "spark.criss.range.join.min.ratio"
-#: force "nested", "bucket" or "index" (when possible) instead of the cost choice
-METHOD_CONF = "spark.criss.range.join.method"
-#: the range index collects the interval side to the driver: only below these sizes
-INDEX_MAX_ROWS_CONF = "spark.criss.range.join.index.max.rows"
-INDEX_MAX_BYTES_CONF = "spark.criss.range.join.index.max.bytes"
-INDEX_MAX_ROWS = 5_000_000
-INDEX_MAX_BYTES = 512 * 1024 * 1024
 
 
 class RangeJoin(Verdicts):
@@ -124,7 +115,7 @@ class RangeJoin(Verdicts):
             stats[interval],
             stats[probe],
             single_level=direct,
-            index_blocked=_index_blocked(site, sides[interval], stats[interval], context),
+            index_blocked=index_blocked(site, sides[interval], stats[interval], context),
             force=_forced(context),
         )
         details = dict(decision.details, kind=found.kind, interval_side=interval)
@@ -136,7 +127,7 @@ class RangeJoin(Verdicts):
                 plan, site, sides[probe], sides[interval], decision.widths, model, found, how
             )
         elif decision.method == "index":
-            frame = _index_join(plan, site, sides[probe], sides[interval], None, context, details)
+            frame = index_join(plan, site, sides[probe], sides[interval], None, context, details)
         else:
             frame = None
         if not (direct and decision.method == "bucket"):
@@ -170,7 +161,7 @@ class RangeJoin(Verdicts):
             stats[indexed],
             stats[probe],
             indexed_is_lower=indexed == lower,
-            index_blocked=_index_blocked(site, sides[indexed], stats[indexed], context),
+            index_blocked=index_blocked(site, sides[indexed], stats[indexed], context),
             force=_forced(context),
         )
         details = dict(decision.details, kind="one-sided", interval_side=indexed)
@@ -178,7 +169,7 @@ class RangeJoin(Verdicts):
         details["measured"] = {w: s.measured for w, s in sides.items()}
         frame = None
         if decision.method == "index":
-            frame = _index_join(
+            frame = index_join(
                 plan, site, sides[probe], sides[indexed], indexed == lower, context, details
             )
         frame, reason = _with_unmatched(site, sides, frame, preserved, reason)
@@ -206,47 +197,19 @@ class RangeJoin(Verdicts):
 
 
 def _model(context: JoinContext) -> RangeJoinModel:
-    """The default model, with ``spark.criss.range.join.min.{seconds,ratio}`` applied."""
-    conf = context.session.spark.conf
-    seconds, ratio = conf.get(MIN_SECONDS_CONF, None), conf.get(MIN_RATIO_CONF, None)
+    """The default model with the session's ``range_join_min_seconds`` and
+    ``range_join_min_ratio`` (tests set 0 and 1 to rewrite tiny joins)."""
+    options = context.session.options
     return RangeJoinModel(
-        min_seconds=float(seconds) if seconds is not None else RangeJoinModel.min_seconds,
-        min_ratio=float(ratio) if ratio is not None else RangeJoinModel.min_ratio,
+        min_seconds=options.range_join_min_seconds, min_ratio=options.range_join_min_ratio
     )
 
 
 def _forced(context: JoinContext) -> str | None:
-    from criss.policies.joins import METHODS
-
-    method = context.session.spark.conf.get(METHOD_CONF, None)
-    if method in (None, "", "auto"):
-        return None
-    if method not in METHODS:
-        raise ValueError(f"{METHOD_CONF}={method!r}: use one of {METHODS} or auto")
-    return method
-
-
-def _index_limits(context: JoinContext) -> tuple[int, int]:
-    conf = context.session.spark.conf
-    rows = conf.get(INDEX_MAX_ROWS_CONF, None)
-    size = conf.get(INDEX_MAX_BYTES_CONF, None)
-    return (
-        int(rows) if rows is not None else INDEX_MAX_ROWS,
-        int(size) if size is not None else INDEX_MAX_BYTES,
-    )
-
-
-def _index_blocked(
-    site: JoinSite, side: _Side, stats: SideStats, context: JoinContext
-) -> str | None:
-    """Why the range index cannot serve this join, or None."""
-    max_rows, max_bytes = _index_limits(context)
-    if stats.rows > max_rows:
-        return f"interval side has {stats.rows} rows > {max_rows} ({INDEX_MAX_ROWS_CONF})"
-    estimated = (site.left if side.which == "left" else site.right).estimated_bytes
-    if estimated > max_bytes:
-        return f"interval side estimated {estimated} bytes > {max_bytes} ({INDEX_MAX_BYTES_CONF})"
-    return None
+    """The method ``range_join_method`` forces, or None for ``auto`` (the cost choice).
+    CrissOptions rejected any other value when the session was created."""
+    method = context.session.options.range_join_method
+    return None if method == "auto" else method
 
 
 # --- one input --------------------------------------------------------------------------------
@@ -497,105 +460,3 @@ def _with_unmatched(
     both = inner.select(*attrs["left"], *attrs["right"])
     unioned = both.unionAll(lonely.select(*pads["left"], *pads["right"]))
     return unioned, f"{reason}; {_UNMATCHED.format(preserved)}"
-
-
-# --- the range index --------------------------------------------------------------------------
-
-
-def _index_join(
-    plan: JoinPlan,
-    site: JoinSite,
-    probe: _Side,
-    indexed: _Side,
-    indexed_is_lower: bool | None,
-    context: JoinContext,
-    details: dict[str, Any],
-) -> DataFrame | None:
-    """``probe`` ⋈ ``indexed`` through the range index (``criss.joins.range_index``).
-
-    The distinct key hulls of the indexed side are collected and indexed; the distinct
-    probe hulls are paired with them in Python workers; Spark then joins the probe rows
-    on their hull (equi-join) and the indexed rows on theirs (broadcast equi-join), with
-    the original condition as the residual. Rows of both sides stay in their original
-    subtrees (same attributes; any column types), only doubles cross into Python.
-    ``indexed_is_lower`` is None for intervals, else the one-sided bound's direction.
-    Returns None (details say why) when the collected hulls exceed the byte budget.
-    """
-    import time
-
-    from pyspark.cloudpickle import register_pickle_by_value
-    from pyspark.sql import functions as F
-
-    from criss.joins import range_index
-
-    lo_i, hi_i = indexed.keys()
-    # a repeated query probes the index it built before (same input files and bounds)
-    artifact_key = ("range_index", indexed.meta_key(context), indexed_is_lower)
-    artifacts = context.session.joins.artifacts
-    built = artifacts.get(artifact_key)
-    if built is None:
-        started = time.perf_counter()
-        lo, hi, nbytes = _collect_hulls(indexed.frame, lo_i, hi_i)
-        _, max_bytes = _index_limits(context)
-        details["index_collected_bytes"] = nbytes
-        if nbytes > max_bytes:
-            details["index_fallback"] = f"collected interval hulls {nbytes} B > {max_bytes} B"
-            return None
-        if indexed_is_lower is None:
-            index = range_index.build(lo, hi)
-        else:
-            index = range_index.build_one_sided(lo, indexed_is_lower)
-        sc = probe.frame.sparkSession.sparkContext
-        index_value, hulls_value = sc.broadcast(index.to_plain()), sc.broadcast((lo, hi))
-        facts = {
-            "index_collected_bytes": nbytes,
-            "index_build_s": round(time.perf_counter() - started, 3),
-            "index_class_sizes": [len(c.rows) for c in index.classes],
-            "index_distinct_hulls": len(lo),
-        }
-        built = (index_value, hulls_value, facts)
-        artifacts.put(
-            artifact_key, built, lambda: (index_value.unpersist(), hulls_value.unpersist())
-        )
-        context.counters["range_indexes_built"] += 1
-    else:
-        context.counters["range_indexes_reused"] += 1
-        details["index_reused"] = True
-    index_value, hulls_value, facts = built
-    details.update(facts)
-
-    # by value: workers run this module's code without importing Criss (a worktree or a
-    # cluster's executors may hold another version, or none)
-    register_pickle_by_value(range_index)
-    body = range_index.probe_batches
-
-    def pairs_of(batches):  # a closure: pickled with the broadcast handles it uses
-        return body(batches, index_value, hulls_value)
-
-    lo_p, hi_p = probe.keys()
-    hulls = (
-        probe.frame.select(lo_p.alias("__qlo"), hi_p.alias("__qhi"))
-        .where(F.col("__qlo").isNotNull())
-        .distinct()
-    )
-    pairs = hulls.mapInArrow(pairs_of, "__qlo double, __qhi double, __ilo double, __ihi double")
-    probed = probe.frame.withColumn("__plo", lo_p).withColumn("__phi", hi_p)
-    on_probe = (F.col("__plo") == F.col("__qlo")) & (F.col("__phi") == F.col("__qhi"))
-    rows = indexed.frame.withColumn("__klo", lo_i).withColumn("__khi", hi_i)
-    on_rows = (F.col("__ilo") == F.col("__klo")) & (F.col("__ihi") == F.col("__khi"))
-    return probed.join(pairs, on_probe).join(
-        F.broadcast(rows), on_rows & plan.condition_column(site.path)
-    )
-
-
-def _collect_hulls(frame: DataFrame, lo: Column, hi: Column) -> tuple[Any, Any, int]:
-    """The distinct non-NULL key hulls of one side as NumPy arrays, and their bytes."""
-    import numpy as np
-    from pyspark.sql import functions as F
-
-    arrow = (
-        frame.select(lo.alias("lo"), hi.alias("hi")).where(F.col("lo").isNotNull()).distinct()
-    ).toArrow()
-    lo_np = arrow.column(0).to_numpy().astype(np.float64, copy=False)
-    hi_np = arrow.column(1).to_numpy().astype(np.float64, copy=False)
-    return lo_np, hi_np, int(arrow.nbytes)

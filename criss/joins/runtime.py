@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from criss import bridge as bridge_module
+from criss.bridge import operator_names
 from criss.policies import filters as policy
 from criss.qtree.star import (
     TRANSPARENT,
@@ -63,7 +63,7 @@ def ancestors(
     """
     names = _names_along(tree, path) if tree is not None else None
     if names is None:
-        names = bridge_module.operator_names(plan, path)
+        names = operator_names(plan, path)
     sites = {s.path: s for s in plan.sites}
     out = []
     for depth in range(len(path), -1, -1):

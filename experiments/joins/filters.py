@@ -31,11 +31,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from criss.policies import filters as policy
-from criss.workload.tpch.data import data_dir_for, ensure_tpch, register_views
-
 import criss
+from criss.policies import filters as policy
 from criss.sparksession import local_spark
+from criss.workload.tpch.data import data_dir_for, ensure_tpch, register_views
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "joins"
 DAYS = 2406  # o_orderdate spans 1992-01-01 .. 1998-08-02
@@ -173,8 +172,38 @@ def main(argv: list[str] | None = None) -> None:
     data = ensure_tpch(args.sf, data_dir_for(args.sf), quiet=True)
     spark = local_spark("criss-join-filters")
     register_views(spark, data)
-    home = Path(tempfile.mkdtemp(prefix="criss-join-filters-"))
-    sessions = {
+    sessions = _sessions(spark, Path(tempfile.mkdtemp(prefix="criss-join-filters-")))
+    result: dict[str, Any] = {
+        "sf": args.sf,
+        "repeats": args.repeats,
+        "cores": spark.sparkContext.defaultParallelism,
+        "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
+        "policy": {k: getattr(policy, k) for k in dir(policy) if k.isupper()},
+        "join": [],
+        "star": None,
+        "parallelism": None,
+        "bloom": None,
+    }
+    if "join" in parts:
+        fractions = [float(f) for f in args.fractions.split(",")]
+        result["join"] = _join_sweep(spark, sessions, fractions, args.repeats)
+    if "w" in parts:
+        result["parallelism"] = _parallelism(spark, sessions, args.repeats)
+    if "bloom" in parts:
+        result["bloom"] = _bloom(spark, sessions, args.repeats)
+    if "star" in parts:
+        print("star join lineitem ⋈ orders ⋈ part ⋈ supplier", flush=True)
+        variants = ["spark", "spark_lowered", "semi_prefilter", "runtime_filters"]
+        result["star"] = {
+            "sql": STAR,
+            "runs": run_case(spark, sessions, STAR, args.repeats, variants),
+        }
+    _write(result, args.out)
+
+
+def _sessions(spark: Any, home: Path) -> dict[str, Any]:
+    """One Criss session per algorithm, with only that join optimization switched on."""
+    return {
         algo: criss.session(
             spark,
             home=home / algo,
@@ -188,64 +217,55 @@ def main(argv: list[str] | None = None) -> None:
         )
         for algo in ALGOS
     }
-    result: dict[str, Any] = {
-        "sf": args.sf,
-        "repeats": args.repeats,
-        "cores": spark.sparkContext.defaultParallelism,
-        "shuffle_partitions": spark.conf.get("spark.sql.shuffle.partitions"),
-        "policy": {k: getattr(policy, k) for k in dir(policy) if k.isupper()},
-        "join": [],
-        "star": None,
-        "parallelism": None,
-        "bloom": None,
-    }
+
+
+def _join_sweep(
+    spark: Any, sessions: dict[str, Any], fractions: list[float], repeats: int
+) -> list[dict[str, Any]]:
+    """orders (each fraction kept) ⋈ narrow and wide lineitem, every variant."""
     algos = ["semi_prefilter", "bloom_join"]
-    if "join" in parts:
-        for wide in (False, True):
-            for fraction in (float(f) for f in args.fractions.split(",")):
-                sql = join_query(fraction, wide)
-                print(
-                    f"orders {fraction:.0%} ⋈ lineitem ({'wide' if wide else 'narrow'})", flush=True
-                )
-                variants = ["spark", "spark_lowered", *algos, *(f"{a}_forced" for a in algos)]
-                case = run_case(spark, sessions, sql, args.repeats, variants)
-                result["join"].append(
-                    {"fraction": fraction, "wide": wide, "sql": sql, "runs": case}
-                )
-    if "w" in parts:
-        sql = join_query(0.1, True)
-        print("parallelism w at orders 10 % ⋈ lineitem (wide)", flush=True)
-        variants = ["spark", *(f"semi_prefilter_w{w}" for w in ("none", "1", "2", "4", "8"))]
-        result["parallelism"] = {
-            "sql": sql,
-            "runs": run_case(spark, sessions, sql, args.repeats, variants),
-        }
-    if "bloom" in parts:
-        # SF1 orders(10 %, 50 %) ⋈ wide lineitem: plain, exact prefilter, Bloom filter
-        runs: dict[str, Any] = {}
-        for fraction in (0.1, 0.5):
-            sql = join_query(fraction, True)
-            print(f"Bloom join: orders {fraction:.0%} ⋈ lineitem (wide)", flush=True)
-            variants = ["spark", "semi_prefilter_forced", "bloom_join", "bloom_join_forced"]
-            case = run_case(spark, sessions, sql, args.repeats, variants)
-            runs |= {f"{fraction:.0%} {v}": r for v, r in case.items()}
-        result["bloom"] = {"sql": join_query(0.1, True), "runs": runs}
-    if "star" in parts:
-        print("star join lineitem ⋈ orders ⋈ part ⋈ supplier", flush=True)
-        variants = ["spark", "spark_lowered", "semi_prefilter", "runtime_filters"]
-        result["star"] = {
-            "sql": STAR,
-            "runs": run_case(spark, sessions, STAR, args.repeats, variants),
-        }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    if args.out.exists():
-        previous = json.loads(args.out.read_text())
+    cases = []
+    for wide in (False, True):
+        for fraction in fractions:
+            sql = join_query(fraction, wide)
+            print(f"orders {fraction:.0%} ⋈ lineitem ({'wide' if wide else 'narrow'})", flush=True)
+            variants = ["spark", "spark_lowered", *algos, *(f"{a}_forced" for a in algos)]
+            case = run_case(spark, sessions, sql, repeats, variants)
+            cases.append({"fraction": fraction, "wide": wide, "sql": sql, "runs": case})
+    return cases
+
+
+def _parallelism(spark: Any, sessions: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """The forced prefilter with w × cores shuffle partitions, at orders 10 % ⋈ lineitem."""
+    sql = join_query(0.1, True)
+    print("parallelism w at orders 10 % ⋈ lineitem (wide)", flush=True)
+    variants = ["spark", *(f"semi_prefilter_w{w}" for w in ("none", "1", "2", "4", "8"))]
+    return {"sql": sql, "runs": run_case(spark, sessions, sql, repeats, variants)}
+
+
+def _bloom(spark: Any, sessions: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """SF1 orders(10 %, 50 %) ⋈ wide lineitem: plain, exact prefilter, Bloom filter."""
+    runs: dict[str, Any] = {}
+    for fraction in (0.1, 0.5):
+        sql = join_query(fraction, True)
+        print(f"Bloom join: orders {fraction:.0%} ⋈ lineitem (wide)", flush=True)
+        variants = ["spark", "semi_prefilter_forced", "bloom_join", "bloom_join_forced"]
+        case = run_case(spark, sessions, sql, repeats, variants)
+        runs |= {f"{fraction:.0%} {v}": r for v, r in case.items()}
+    return {"sql": join_query(0.1, True), "runs": runs}
+
+
+def _write(result: dict[str, Any], out: Path) -> None:
+    """Write ``result`` (parts not run this time kept from the previous file) and its plot."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if out.exists():
+        previous = json.loads(out.read_text())
         for key in ("join", "star", "parallelism", "bloom"):
             if not result[key] and previous.get(key):
                 result[key] = previous[key]
-    args.out.write_text(json.dumps(result, indent=1, default=str))
-    plot(result, args.out.with_suffix(".png"))
-    print(f"wrote {args.out}")
+    out.write_text(json.dumps(result, indent=1, default=str))
+    plot(result, out.with_suffix(".png"))
+    print(f"wrote {out}")
 
 
 def plot(result: dict[str, Any], path: Path) -> None:

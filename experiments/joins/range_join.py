@@ -23,6 +23,7 @@ is *extrapolated* linearly from the subset (marked ``spark_extrapolated`` in the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import tempfile
@@ -101,7 +102,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--methods",
         default="",
-        help="also force these Criss methods (spark.criss.range.join.method), e.g. bucket,index",
+        help="also force these Criss methods (option range_join_method), e.g. bucket,index",
     )
     ap.add_argument("--no-spark", action="store_true", help="skip Spark's nested loop")
     ap.add_argument("--outer", action="store_true", help="intervals LEFT JOIN points (QUERY_OUTER)")
@@ -192,13 +193,15 @@ def run_methods(spark, cs, template: str, case: str, methods: list[str]) -> dict
     query = template.format(points="points", intervals=case)
     out: dict = {"case": case}
     rows_seen = None
+    saved = cs.options
     for method in methods:
-        spark.conf.set("spark.criss.range.join.method", method)
+        # one session for every method: its options are read per query
+        cs.options = dataclasses.replace(saved, range_join_method=method)
         try:
             first, rows, _ = planned_and_timed(cs, query)
             again, rows_again, repeated = planned_and_timed(cs, query)
         finally:
-            spark.conf.unset("spark.criss.range.join.method")
+            cs.options = saved
         assert rows == rows_again and (rows_seen is None or rows == rows_seen), (method, rows)
         rows_seen = rows
         out[method] = {

@@ -1,0 +1,138 @@
+"""What each logical operator did when its plan ran: SQL metrics mapped back from the
+executed physical plan to paths in the optimized logical plan."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from criss.bridge.catalyst import CatalystBridge
+
+
+@dataclass
+class OperatorMetrics:
+    """One logical operator as it executed: rows out (None if no physical operator counted
+    them), task seconds spent in its own physical operators (not its children's), and the
+    default byte width of its output row."""
+
+    rows: int | None = None
+    task_seconds: float = 0.0
+    row_width: int = 0
+
+
+#: SQLMetric.toString: "SQLMetric(id: 12, name: Some(number of output rows), value: 57)".
+_METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: (?:Some\([^)]*\)|None), value: (-?\d+)\)")
+#: Metrics that time work (ms unless named in _NANOSECOND_METRICS); WholeStageCodegen's
+#: pipelineTime includes the pipelines nested below it in the same stage, hence the
+#: subtraction in ``_MetricsWalk._visit_codegen``.
+_TIME_METRICS = {"pipelineTime", "collectTime", "buildTime", "shuffleWriteTime"}
+_NANOSECOND_METRICS = {"shuffleWriteTime"}
+#: Physical nodes past which a pipeline does not continue (stage and exchange boundaries).
+_PIPELINE_BREAKERS = ("Exchange", "QueryStageExec", "AdaptiveSparkPlanExec")
+
+Path = tuple[int, ...]
+
+
+def operator_metrics(bridge: CatalystBridge, qe: Any, physical: Any) -> dict[Path, OperatorMetrics]:
+    """Map the executed physical plan's SQL metrics back to logical operators.
+
+    A physical node's ``logicalLink`` is an operator of the optimized plan, or, where AQE
+    re-planned above finished stages, an operator over ``LogicalQueryStage``s; such links
+    are matched after putting each stage's logical plan back in its place. Rows come from
+    the topmost physical node of an operator (a final aggregate, not its partial one).
+    """
+    walk = _MetricsWalk(bridge, qe.optimizedPlan())
+    walk.visit(physical, None)
+    for path, entry in walk.found.items():
+        entry.row_width = int(walk.logical[path].schema().defaultSize())
+    return walk.found
+
+
+def _metrics_of(node: Any) -> tuple[dict[str, int], float]:
+    """A physical node's SQL metrics by name, and the seconds its time metrics add up to."""
+    metrics = {k: int(v) for k, v in _METRIC.findall(str(node.metrics().toString()))}
+    seconds = sum(
+        v / (1e9 if k in _NANOSECOND_METRICS else 1e3)
+        for k, v in metrics.items()
+        if k in _TIME_METRICS
+    )
+    return metrics, seconds
+
+
+class _MetricsWalk:
+    """One walk down an executed physical plan, collecting metrics per logical path."""
+
+    def __init__(self, bridge: CatalystBridge, optimized: Any) -> None:
+        self.bridge = bridge
+        #: JVM map: logical operator → its path as "i,j,k" (JVM equality decides lookups).
+        self.paths = bridge.jvm.java.util.HashMap()
+        self.logical: dict[Path, Any] = {}
+        self.found: dict[Path, OperatorMetrics] = {}
+        stack = [(optimized, ())]
+        while stack:
+            node, path = stack.pop()
+            self.logical[path] = node
+            self.paths.put(node, ",".join(map(str, path)))
+            kids = node.children()
+            stack.extend((kids.apply(i), (*path, i)) for i in range(kids.size()))
+
+    def _restored(self, node: Any) -> Any:
+        """``node`` with each ``LogicalQueryStage`` below it replaced by its logical plan."""
+        if node.getClass().getSimpleName() == "LogicalQueryStage":
+            return node.logicalPlan()
+        kids = node.children()
+        return self.bridge.with_children(
+            node, [self._restored(kids.apply(i)) for i in range(kids.size())]
+        )
+
+    def _path_of(self, p: Any) -> Path | None:
+        link = p.logicalLink()
+        if not link.isDefined():
+            return None
+        key = self.paths.get(link.get())
+        if key is None:
+            key = self.paths.get(self._restored(link.get()))
+        return None if key is None else tuple(int(i) for i in key.split(",") if i)
+
+    def visit(self, p: Any, enclosing: list[float] | None) -> Path | None:
+        """Record ``p``'s metrics; return the operator it belongs to (its own or its child's).
+
+        ``enclosing`` collects the times of pipelines nested in the one above ``p`` (in the
+        same stage), which that pipeline's own time includes.
+        """
+        name = p.getClass().getSimpleName()
+        if name == "AdaptiveSparkPlanExec":
+            return self.visit(p.executedPlan(), None)
+        if name.endswith("QueryStageExec"):
+            return self.visit(p.plan(), None)
+        if name == "ReusedExchangeExec":
+            return None  # counted where the exchange first ran
+        metrics, seconds = _metrics_of(p)
+        if name == "WholeStageCodegenExec":
+            return self._visit_codegen(p, seconds, enclosing)
+        inner = None if name.endswith(_PIPELINE_BREAKERS) else enclosing
+        kids = p.children()
+        child_paths = [self.visit(kids.apply(i), inner) for i in range(kids.size())]
+        path = self._path_of(p) or next((c for c in child_paths if c is not None), None)
+        if path is None:
+            return None
+        entry = self.found.setdefault(path, OperatorMetrics())
+        if "numOutputRows" in metrics:
+            entry.rows = metrics["numOutputRows"]  # visited after its children: topmost wins
+        entry.task_seconds += seconds
+        return path
+
+    def _visit_codegen(self, p: Any, seconds: float, enclosing: list[float] | None) -> Path | None:
+        """A whole-stage pipeline: its time, less the pipelines nested in it, goes to the
+        operator its single child belongs to."""
+        nested: list[float] = []
+        path = self.visit(p.children().apply(0), nested)
+        if enclosing is not None:
+            enclosing.append(seconds)
+        if path is not None:
+            self.found.setdefault(path, OperatorMetrics()).task_seconds += max(
+                seconds - sum(nested), 0.0
+            )
+        return path

@@ -1,0 +1,143 @@
+"""Rewrite: plans that read cached files in place of an operator, and subtree substitution.
+
+A read plan outputs the replaced operator's attributes (same names and exprIds), so every
+ancestor still resolves; ``with_replacements`` rebuilds only the ancestors of what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import TYPE_CHECKING, Any
+
+from criss.bridge.capture import node_at
+from criss.bridge.plans import analyzed_plan
+from criss.errors import BridgeError
+from criss.localio import LOCAL_SORT_ROWS, arrow_exact, read_arrow, spark_order
+
+if TYPE_CHECKING:
+    from criss.bridge.catalyst import CatalystBridge
+    from criss.qtree.rewrite import SortKey
+
+#: Parquet bytes of local-relation read plans kept for reuse (they hold their rows).
+LOCAL_PLANS_BYTES = 64 << 20
+#: Read plans kept for reuse (file lists change as partitions move).
+_READ_PLANS_KEPT = 512
+
+
+class ReadPlans:
+    """Analyzed plans reading cached entries, kept by (entry, files, order) for reuse."""
+
+    def __init__(self, bridge: CatalystBridge) -> None:
+        self.bridge = bridge
+        self._plans: dict[tuple, Any] = {}
+        self._local_bytes = 0
+
+    def cached_read_plan(
+        self,
+        original: Any,
+        key: str,
+        files: list[str],
+        schema_json: str,
+        columns: tuple[int, ...] | None = None,
+        order: tuple[SortKey, ...] = (),
+    ) -> Any | None:
+        """See ``CatalystBridge.cached_read_plan``."""
+        read_plan = self.read_plan(key, files, schema_json, order)
+        if read_plan is None:
+            return None
+        new_attrs, old_attrs = read_plan.output(), original.output()
+        n = old_attrs.size()
+        if columns is None and new_attrs.size() != n:
+            columns = ()  # an exact entry must have exactly the operator's columns
+        columns = tuple(range(n)) if columns is None else columns
+        if len(columns) != n or (columns and max(columns) >= new_attrs.size()):
+            raise BridgeError(
+                f"cached entry {key} has {new_attrs.size()} columns, cannot serve {n} "
+                f"from positions {columns}"
+            )
+        bridge = self.bridge
+        aliases = [
+            bridge.alias_as(new_attrs.apply(columns[i]), old_attrs.apply(i)) for i in range(n)
+        ]
+        return bridge.project(bridge.seq(aliases), read_plan)
+
+    def read_plan(
+        self, key: str, files: list[str], schema_json: str, order: tuple[SortKey, ...] = ()
+    ) -> Any | None:
+        """The analyzed plan reading ``files`` (positional columns), rows in ``order`` if
+        given; None when ordering would need more rows on the driver than it sorts."""
+        version = (key, tuple(files), order)
+        cached = self._plans.get(version)
+        if cached is not None:
+            return cached
+        from pyspark.sql.types import StructType
+
+        spark = self.bridge.spark
+        schema = StructType.fromJson(json.loads(schema_json))
+        local_bytes = self._driver_bytes(files, schema)
+        if order:
+            table = read_arrow(files) if files and local_bytes is not None else None
+            if table is None or table.num_rows > LOCAL_SORT_ROWS:
+                return None
+            reader = spark.createDataFrame(spark_order(table, order), schema)
+        elif not files:
+            reader = spark.createDataFrame([], schema)
+        elif local_bytes is not None:
+            reader = spark.createDataFrame(read_arrow(files), schema)
+        else:
+            reader = spark.read.schema(schema).parquet(*files)
+        plan = analyzed_plan(reader)
+        self._keep(version, plan, local_bytes or 0)
+        return plan
+
+    def _keep(self, version: tuple, plan: Any, local_bytes: int) -> None:
+        # bounded: file lists change as partitions move, and local plans hold their rows
+        if (
+            len(self._plans) >= _READ_PLANS_KEPT
+            or self._local_bytes + local_bytes > LOCAL_PLANS_BYTES
+        ):
+            self._plans.clear()
+            self._local_bytes = 0
+        self._plans[version] = plan
+        self._local_bytes += local_bytes
+
+    def _driver_bytes(self, files: list[str], schema: Any) -> int | None:
+        """Total bytes of ``files`` if they are read on the driver, else None."""
+        limit = self.bridge.local_read_bytes
+        if not limit or not all(arrow_exact(f.dataType) for f in schema.fields):
+            return None
+        total = 0
+        for name in files:
+            if "://" in name:  # a remote tier (Alluxio without a mount): Spark reads it
+                return None
+            try:
+                total += os.path.getsize(name)
+            except OSError as exc:
+                raise BridgeError(f"cached file {name} is unreadable: {exc}") from exc
+            if total > limit:
+                return None
+        return total
+
+    def forget(self) -> None:
+        self._plans.clear()
+
+
+def with_replacements(
+    bridge: CatalystBridge,
+    root: Any,
+    replacements: dict[tuple[int, ...], Any],
+    at: tuple[int, ...],
+) -> Any:
+    """The JVM plan under ``root``'s node at ``at`` with the subtree at each path of
+    ``replacements`` swapped in: its ancestors rebuilt, every other subtree shared."""
+    if at in replacements:
+        return replacements[at]
+    node = node_at(root, at)
+    if not any(len(p) > len(at) and p[: len(at)] == at for p in replacements):
+        return node
+    kids = [
+        with_replacements(bridge, root, replacements, at + (i,))
+        for i in range(node.children().size())
+    ]
+    return bridge.with_children(node, kids)
