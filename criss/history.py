@@ -16,8 +16,7 @@ from typing import Any
 
 import sqlite_utils
 
-from criss.errors import CatalogError
-from criss.sqlite import open_catalog
+from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 log = logging.getLogger("criss")
 
@@ -56,14 +55,41 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
                 "counters": str,
                 "fallback": str,
                 "explain": str,
+                "decisions": str,
             },
             pk="id",
         )
+    elif "decisions" not in db["queries"].columns_dict:  # a log written before decisions
+        try:
+            db["queries"].add_column("decisions", str)
+        except sqlite3.OperationalError as exc:  # another application added it just now
+            if "duplicate column" not in str(exc):
+                raise
 
 
 class QueryHistory:
-    def __init__(self, db_path: Path, *, timeout: float = 10.0) -> None:
-        self.db = open_catalog(db_path, timeout=timeout, setup=_ensure_schema, what="query log")
+    """The query log of one home. ``read_only=True`` (or :meth:`read_only`) opens it for
+    reading only: :meth:`record` then raises CatalogError instead of logging."""
+
+    def __init__(self, db_path: Path, *, timeout: float = 10.0, read_only: bool = False) -> None:
+        self.path = Path(db_path)
+        self.writable = not read_only
+        if read_only:
+            self.db = open_read_only(self.path, what="query log", timeout=timeout)
+        else:
+            self.db = open_catalog(
+                self.path, timeout=timeout, setup=_ensure_schema, what="query log"
+            )
+
+    @classmethod
+    def read_only(cls, db_path: str | Path, *, timeout: float = 5.0) -> QueryHistory:
+        """The log in ``db_path`` for reading only (``mode=ro``, nothing created): a file or
+        table not there yet reads as no queries.
+
+        >>> QueryHistory.read_only("/nowhere/catalog.db").recent()
+        []
+        """
+        return cls(Path(db_path), timeout=timeout, read_only=True)
 
     def record(
         self,
@@ -74,12 +100,16 @@ class QueryHistory:
         counters: dict[str, int],
         fallback: str | None,
         explain: str,
+        decisions: str | None = None,
     ) -> None:
+        """Log one query: its counters, its explain text (for people) and its decisions as
+        JSON (``criss.records``: what the CLI and the dashboard read)."""
+        refuse_if_read_only(self.writable, what="query log", path=self.path, action="log a query")
         try:
             with self.db.conn:
                 cursor = self.db.execute(
                     "insert into queries (at, pid, sql, planning_seconds, materialize_seconds, "
-                    "counters, fallback, explain) values (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "counters, fallback, explain, decisions) values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     [
                         time.time(),
                         os.getpid(),
@@ -89,6 +119,7 @@ class QueryHistory:
                         json.dumps(counters),
                         fallback,
                         explain,
+                        decisions,
                     ],
                 )
                 if cursor.lastrowid and cursor.lastrowid % 100 == 0:
@@ -96,12 +127,21 @@ class QueryHistory:
         except sqlite3.Error as exc:
             log.warning("could not record the query in the log: %s", exc)
 
-    def recent(self, limit: int = 50) -> list[dict[str, Any]]:
-        try:
-            rows = self.db.query("select * from queries order by id desc limit ?", [limit])
-            return [{**r, "counters": json.loads(r["counters"] or "{}")} for r in rows]
-        except sqlite3.Error as exc:
-            raise CatalogError(f"cannot read the query log: {exc}") from exc
+    def recent(self, limit: int | None = 50) -> list[dict[str, Any]]:
+        """Logged queries, newest first (every one when ``limit`` is None), each row as
+        stored with its ``counters`` decoded; ``decisions`` stays the JSON text
+        (:func:`criss.records.operators_from_json` reads it)."""
+        sql = "select * from queries order by id desc" + (" limit ?" if limit else "")
+        rows = read_rows(self.db, sql, [limit] if limit else [], what="query log", path=self.path)
+        return [{**row, "counters": _counters(row["counters"])} for row in rows]
 
     def close(self) -> None:
         self.db.conn.close()
+
+
+def _counters(text: str | None) -> dict[str, Any]:
+    try:
+        counters = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return counters if isinstance(counters, dict) else {}

@@ -11,17 +11,17 @@ import json
 import sqlite3
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import networkx as nx
 import sqlite_utils
-from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key
 
 from criss.errors import CatalogError
-from criss.sqlite import open_catalog
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key
+from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 SCHEMA_VERSION = "1"
 #: ``stats_source`` of statistics read off an executed plan rather than a written result.
@@ -48,6 +48,17 @@ class NodeStats:
 
 
 @dataclass(frozen=True)
+class NodeRecord:
+    """One stored operator as the CLI and the dashboard show it: statistics and label."""
+
+    stats: NodeStats
+    label: str | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self.stats), "label": self.label}
+
+
+@dataclass(frozen=True)
 class Observation:
     """The outcome of matching one operator of a query against the QTree."""
 
@@ -56,27 +67,64 @@ class Observation:
 
 
 class QTree:
-    """Operator tree of the workload history, stored in ``catalog.db`` under a Criss home."""
+    """Operator tree of the workload history, stored in ``catalog.db`` under a Criss home.
 
-    def __init__(self, db_path: str | Path, *, timeout: float = 10.0) -> None:
+    ``read_only=True`` (or :meth:`read_only`) opens it for reading only, as the ``criss``
+    CLI and the dashboard do: every method that would change it raises CatalogError.
+    """
+
+    def __init__(
+        self, db_path: str | Path, *, timeout: float = 10.0, read_only: bool = False
+    ) -> None:
         self.db_path = Path(db_path)
-        self.db = open_catalog(
-            self.db_path, timeout=timeout, setup=_ensure_schema, what="QTree catalog"
-        )
+        self.writable = not read_only
+        if read_only:
+            self.db = open_read_only(self.db_path, what="QTree catalog", timeout=timeout)
+        else:
+            self.db = open_catalog(
+                self.db_path, timeout=timeout, setup=_ensure_schema, what="QTree catalog"
+            )
         self._graph: nx.DiGraph | None = None
         self._start_time: float | None = None
+
+    @classmethod
+    def read_only(cls, db_path: str | Path, *, timeout: float = 5.0) -> QTree:
+        """The QTree of ``db_path`` for reading only (``mode=ro``, nothing created): a file
+        not there yet reads as an empty QTree.
+
+        >>> len(QTree.read_only("/nowhere/catalog.db"))
+        0
+        """
+        return cls(db_path, timeout=timeout, read_only=True)
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        return read_rows(self.db, sql, list(params), what="QTree catalog", path=self.db_path)
+
+    def _refuse_if_read_only(self, action: str) -> None:
+        refuse_if_read_only(self.writable, what="QTree catalog", path=self.db_path, action=action)
 
     @property
     def start_time(self) -> float:
         if self._start_time is None:
-            self._start_time = float(self.db["meta"].get("start_time")["value"])
+            self._start_time = float(self.meta("start_time") or 0.0)
         return self._start_time
 
     def meta(self, key: str, default: Any = None) -> Any:
-        rows = list(self.db.query("select value from meta where key = ?", [key]))
+        rows = self._rows("select value from meta where key = ?", [key])
         return json.loads(rows[0]["value"]) if rows else default
 
+    def meta_items(self) -> dict[str, Any]:
+        """Every ``meta`` key with its value (JSON-decoded; a value that is not JSON as is)."""
+        out: dict[str, Any] = {}
+        for row in self._rows("select key, value from meta"):
+            try:
+                out[row["key"]] = json.loads(row["value"])
+            except (TypeError, ValueError):
+                out[row["key"]] = row["value"]
+        return out
+
     def set_meta(self, key: str, value: Any) -> None:
+        self._refuse_if_read_only(f"set {key!r}")
         self.db["meta"].upsert({"key": key, "value": json.dumps(value)}, pk="key")
 
     # --- matching ----------------------------------------------------------------------------
@@ -86,6 +134,7 @@ class QTree:
 
         Operators that may never be matched (``uncacheable``) are neither looked up nor stored.
         """
+        self._refuse_if_read_only("record a query's operators")
         now = time.time() if now is None else now
         nodes = [n for n in root.walk_bottom_up() if n.uncacheable is None]
         known = self._load(n.fingerprint for n in nodes)
@@ -162,13 +211,13 @@ class QTree:
         for start in range(0, len(fps), 500):
             chunk = fps[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            for row in self.db.query(f"select * from nodes where fingerprint in ({marks})", chunk):
+            for row in self._rows(f"select * from nodes where fingerprint in ({marks})", chunk):
                 out[row["fingerprint"]] = _stats_from_row(row)
         return out
 
     def relatives(self, key: str) -> list[Relative]:
         """Operators sharing ``key`` (see :func:`qtree.rewrite.relaxed_key`)."""
-        rows = self.db.query(
+        rows = self._rows(
             "select fingerprint, columns from nodes where relaxed_key = ? "
             "order by last_access desc",
             [key],
@@ -197,6 +246,7 @@ class QTree:
         source: str = "measured",
     ) -> None:
         """Store measured Texec/size/rows of an operator (the paper's runtime collection)."""
+        self._refuse_if_read_only("record statistics")
         with self.db.conn:
             self.db.execute(
                 "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
@@ -209,6 +259,7 @@ class QTree:
     ) -> None:
         """Store (Texec, size, rows) per fingerprint where nothing better is known yet: never
         over statistics measured by writing the result."""
+        self._refuse_if_read_only("record estimates")
         with self.db.conn:
             self.db.conn.executemany(
                 "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
@@ -224,7 +275,7 @@ class QTree:
         for key, version in relations.items():
             stale += [
                 r["fingerprint"]
-                for r in self.db.query(
+                for r in self._rows(
                     "select fingerprint from nodes where rel_key = ? and rel_version != ?",
                     [key, version],
                 )
@@ -233,6 +284,7 @@ class QTree:
 
     def invalidate(self, fingerprints: Iterable[str]) -> set[str]:
         """Remove operators and, cascading, every ancestor; return all removed fingerprints."""
+        self._refuse_if_read_only("invalidate operators")
         graph = self.graph(reload=True)
         doomed: set[str] = set()
         for fp in fingerprints:
@@ -253,17 +305,43 @@ class QTree:
         """The QTree as a networkx graph, edges parent → child, node attributes = statistics."""
         if self._graph is None or reload:
             graph = nx.DiGraph()
-            for row in self.db.query("select * from nodes"):
+            for row in self._rows("select * from nodes"):
                 graph.add_node(row["fingerprint"], **row)
-            for row in self.db.query("select parent, child, position from edges"):
+            for row in self.edges():
                 graph.add_edge(row["parent"], row["child"], position=row["position"])
             self._graph = graph
         return self._graph
 
+    def nodes(self) -> list[NodeRecord]:
+        """Every operator with its statistics and label, in no particular order."""
+        return [
+            NodeRecord(_stats_from_row(row), row.get("label"))
+            for row in self._rows("select * from nodes")
+        ]
+
+    def edges(self) -> list[dict[str, Any]]:
+        """Every edge as ``{"parent", "position", "child"}`` (the child's place among the
+        parent's children)."""
+        return self._rows("select parent, position, child from edges")
+
+    def parents(self, fingerprint: str) -> list[str]:
+        """Fingerprints of the operators that have ``fingerprint`` as a child."""
+        rows = self._rows("select parent from edges where child = ?", [fingerprint])
+        return [r["parent"] for r in rows]
+
+    def children(self, fingerprint: str) -> list[str]:
+        """Fingerprints of the children of ``fingerprint``, in position order."""
+        rows = self._rows(
+            "select child from edges where parent = ? order by position", [fingerprint]
+        )
+        return [r["child"] for r in rows]
+
     def __len__(self) -> int:
-        return self.db["nodes"].count
+        rows = self._rows("select count(*) as n from nodes")
+        return rows[0]["n"] if rows else 0
 
     def clear(self) -> None:
+        self._refuse_if_read_only("clear the QTree")
         with self.db.conn:
             self.db.execute("delete from nodes")
             self.db.execute("delete from edges")

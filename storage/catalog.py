@@ -13,16 +13,17 @@ import os
 import socket
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import sqlite_utils
 from pyroaring import BitMap
 
 from criss.errors import CatalogError
-from criss.sqlite import open_catalog
+from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 #: Partitions with no rows write no file; their tier is this marker.
 EMPTY = ""
@@ -79,18 +80,49 @@ class EntryRecord:
 
 
 class CacheCatalog:
-    """Entries and partitions of one cache space, stored in ``<home>/cache.db``."""
+    """Entries and partitions of one cache space, stored in ``<home>/cache.db``.
 
-    def __init__(self, db_path: str | Path, *, timeout: float = 10.0) -> None:
+    ``read_only=True`` (or :meth:`read_only`) opens it for reading only, as the ``criss``
+    CLI and the dashboard do: every method that would change it raises CatalogError.
+    """
+
+    def __init__(
+        self, db_path: str | Path, *, timeout: float = 10.0, read_only: bool = False
+    ) -> None:
         self.path = Path(db_path)
-        self.db = open_catalog(
-            self.path, timeout=timeout, setup=_ensure_schema, autocommit=True, what="cache catalog"
-        )
+        self.writable = not read_only
+        if read_only:
+            self.db = open_read_only(self.path, what="cache catalog", timeout=timeout)
+        else:
+            self.db = open_catalog(
+                self.path,
+                timeout=timeout,
+                setup=_ensure_schema,
+                autocommit=True,
+                what="cache catalog",
+            )
         self._depth = 0
+
+    @classmethod
+    def read_only(cls, db_path: str | Path, *, timeout: float = 5.0) -> CacheCatalog:
+        """The catalog of ``db_path`` for reading only (``mode=ro``, nothing created): a file
+        not there yet reads as a catalog with no entries.
+
+        >>> CacheCatalog.read_only("/nowhere/cache.db").entries()
+        []
+        """
+        return cls(db_path, timeout=timeout, read_only=True)
+
+    def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
+        return read_rows(self.db, sql, list(params), what="cache catalog", path=self.path)
+
+    def _refuse_if_read_only(self, action: str) -> None:
+        refuse_if_read_only(self.writable, what="cache catalog", path=self.path, action=action)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """A write transaction holding the catalog lock (nested calls join the outer one)."""
+        self._refuse_if_read_only("start a write transaction")
         if self._depth:
             self._depth += 1
             try:
@@ -116,6 +148,7 @@ class CacheCatalog:
     def _upsert(self, table: str, **row: object) -> None:
         # Plain SQL: sqlite-utils' insert wraps itself in ``with conn:``, which would commit
         # an enclosing BEGIN IMMEDIATE transaction early.
+        self._refuse_if_read_only(f"write to {table}")
         columns = ", ".join(row)
         marks = ", ".join("?" for _ in row)
         self.db.execute(
@@ -125,19 +158,20 @@ class CacheCatalog:
     # --- entries ---------------------------------------------------------------------------
 
     def entry(self, key: str) -> EntryRecord | None:
-        rows = list(self.db.query("select * from entries where key = ?", [key]))
+        rows = self._rows("select * from entries where key = ?", [key])
         if not rows:
             return None
-        parts = self.db.query("select * from partitions where key = ?", [key])
+        parts = self._rows("select * from partitions where key = ?", [key])
         return _entry(rows[0], [_partition(p) for p in parts])
 
     def entries(self) -> list[EntryRecord]:
+        """Every entry with its partitions and decoded bitmap, oldest first."""
         parts: dict[str, list[PartitionRecord]] = {}
-        for row in self.db.query("select * from partitions"):
+        for row in self._rows("select * from partitions"):
             parts.setdefault(row["key"], []).append(_partition(row))
         return [
             _entry(row, parts.get(row["key"], []))
-            for row in self.db.query("select * from entries order by created")
+            for row in self._rows("select * from entries order by created")
         ]
 
     def put_entry(
@@ -172,6 +206,7 @@ class CacheCatalog:
 
     def set_measurements(self, key: str, *, texec: float, total_bytes: int) -> EntryRecord:
         """Record the measured Texec and size of a freshly written entry."""
+        self._refuse_if_read_only("record measurements")
         self.db.execute(
             "update entries set texec = ?, total_bytes = ? where key = ?", [texec, total_bytes, key]
         )
@@ -208,20 +243,19 @@ class CacheCatalog:
     def drop_partition(self, key: str, index: int) -> PartitionRecord | None:
         """Mark partition ``index`` of ``key`` not reusable; returns what was recorded."""
         with self.transaction():
-            rows = list(
-                self.db.query("select * from partitions where key = ? and idx = ?", [key, index])
-            )
+            rows = self._rows("select * from partitions where key = ? and idx = ?", [key, index])
             self.db.execute("delete from partitions where key = ? and idx = ?", [key, index])
             self._update_bitmap(key, discard=index)
         return _partition(rows[0]) if rows else None
 
     def move_partition(self, key: str, index: int, tier: str) -> None:
+        self._refuse_if_read_only("move a partition")
         self.db.execute(
             "update partitions set tier = ? where key = ? and idx = ?", [tier, key, index]
         )
 
     def _update_bitmap(self, key: str, add: int | None = None, discard: int | None = None) -> None:
-        rows = list(self.db.query("select bitmap from entries where key = ?", [key]))
+        rows = self._rows("select bitmap from entries where key = ?", [key])
         if not rows:
             raise CatalogError(f"no cache entry {key} to record a partition of")
         bitmap = BitMap.deserialize(rows[0]["bitmap"])
@@ -233,15 +267,15 @@ class CacheCatalog:
 
     def partitions(self, tier: str | None = None) -> list[PartitionRecord]:
         if tier is None:
-            rows = self.db.query("select * from partitions where tier != ?", [EMPTY])
+            rows = self._rows("select * from partitions where tier != ?", [EMPTY])
         else:
-            rows = self.db.query("select * from partitions where tier = ?", [tier])
+            rows = self._rows("select * from partitions where tier = ?", [tier])
         return [_partition(r) for r in rows]
 
     def used_bytes(self) -> dict[str, int]:
         return {
             row["tier"]: row["used"]
-            for row in self.db.query(
+            for row in self._rows(
                 "select tier, sum(bytes) as used from partitions where tier != ? group by tier",
                 [EMPTY],
             )
@@ -266,12 +300,14 @@ class CacheCatalog:
         )
 
     def pinned_by_others(self, owner: str) -> set[str]:
-        """Entries pinned by other applications that are still alive."""
+        """Entries pinned by other applications that are still alive (the rows of dead
+        processes on this host are deleted, unless the catalog is open read-only)."""
         host = socket.gethostname()
         pinned: set[str] = set()
-        for row in self.db.query("select * from pins where owner != ?", [owner]):
+        for row in self._rows("select * from pins where owner != ?", [owner]):
             if row["host"] == host and not _alive(row["pid"]):
-                self.db.execute("delete from pins where owner = ?", [row["owner"]])
+                if self.writable:
+                    self.db.execute("delete from pins where owner = ?", [row["owner"]])
                 continue
             pinned.update(json.loads(row["keys"]))
         return pinned
@@ -279,10 +315,11 @@ class CacheCatalog:
     def other_owners_alive(self, owner: str) -> bool:
         """Whether another application has this cache open (its pin row is live)."""
         self.pinned_by_others(owner)  # prunes rows of dead processes on this host
-        rows = self.db.query("select count(*) as n from pins where owner != ?", [owner])
-        return next(iter(rows))["n"] > 0
+        rows = self._rows("select count(*) as n from pins where owner != ?", [owner])
+        return bool(rows) and rows[0]["n"] > 0
 
     def forget_owner(self, owner: str) -> None:
+        self._refuse_if_read_only("forget an owner's pins")
         self.db.execute("delete from pins where owner = ?", [owner])
 
     def close(self) -> None:
@@ -321,7 +358,7 @@ def _entry(row: dict, partitions: list[PartitionRecord]) -> EntryRecord:
         texec=row["texec"],
         total_bytes=row["total_bytes"] or 0,
         created=row["created"],
-        bitmap=BitMap.deserialize(row["bitmap"]),
+        bitmap=BitMap.deserialize(row["bitmap"]) if row["bitmap"] else BitMap(),
         partitions={p.index: p for p in partitions},
     )
 

@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from criss.workload.streams import make_stream
 from pyroaring import BitMap
 
 from criss.cli import main
 from criss.space import HOME_MARKER, memory_dir
 from criss.sparksession import LOCAL_DEFAULTS
+from criss.workload.streams import make_stream
 
 pytestmark = pytest.mark.spark
 
@@ -115,6 +115,19 @@ def test_stats_json_agrees_with_the_catalog_and_the_replay(replayed_home):
     assert "partition hit ratio" in table.output and "memory" in table.output
 
 
+def test_stats_read_the_logged_decisions_not_the_explain_text(replayed_home, home_copy):
+    """Time saved counts every reuse the queries' stored decisions name; the explain text
+    is for people: blanking it changes no number."""
+    before = json.loads(invoke("stats", "--home", home_copy, "--json").output)["time"]
+    reuses = before["reuses_counted"] + before["reuses_without_texec"]
+    counters = json.loads(invoke("stats", "--home", home_copy, "--json").output)["queries"]
+    assert reuses == counters["counters"]["operators_reused"] >= 1
+    with closing(sqlite3.connect(home_copy / "catalog.db")) as conn, conn:
+        conn.execute("update queries set explain = ''")
+    after = json.loads(invoke("stats", "--home", home_copy, "--json").output)["time"]
+    assert after == before
+
+
 def test_clear_one_tier_keeps_the_others_then_clear_everything(home_copy):
     before = partitions_by_tier(home_copy)
     nodes = rows(home_copy / "catalog.db", "select count(*) from nodes")[0][0]
@@ -193,9 +206,8 @@ def test_explain_plans_without_caching_anything_new(
 
 
 def test_benefit_is_computed_per_tier_with_its_effective_bandwidth():
-    from criss.policies import get_policy
-
     from criss.inspect import _bandwidths, entry_benefit
+    from criss.policies import get_policy
 
     meta = {"bandwidth:disk:/h/disk": 2e8, "bandwidth:memory:/dev/shm/x": 1e9, "codec_rate": 1e9}
     bandwidths = _bandwidths(meta, Path("/h"))

@@ -13,8 +13,9 @@ from pyspark.sql.types import LongType
 from rowcompare import assert_same_rows
 
 import criss
-from criss import bridge
+from criss.bridge import catalyst
 from criss.errors import BridgeError
+from criss.records import operators_from_json
 
 pytestmark = pytest.mark.spark
 
@@ -146,10 +147,27 @@ def test_bridge_error_falls_back(tpch, cs, monkeypatch):
     def broken(*args, **kwargs):
         raise BridgeError("simulated Catalyst change")
 
-    monkeypatch.setattr(bridge, "CapturedPlan", broken)
+    monkeypatch.setattr(catalyst, "CapturedPlan", broken)  # what CatalystBridge.capture builds
     with pytest.warns(RuntimeWarning, match="simulated Catalyst change"):
         rows, _ = _run(cs, AGG)
     assert_same_rows(rows, tpch.sql(AGG).collect())
+
+
+@pytest.mark.parametrize("error", [ZeroDivisionError, AttributeError, KeyError])
+def test_any_failure_while_planning_falls_back(tpch, cs, monkeypatch, error):
+    """Whatever the exception type, a failure of Criss's own planning runs plain Spark."""
+    from criss.planner import decide
+
+    def broken(*args, **kwargs):
+        raise error("simulated bug in the caching decisions")
+
+    monkeypatch.setattr(decide, "decide_caching", broken)
+    with pytest.warns(RuntimeWarning, match="simulated bug"):
+        df = cs.sql(AGG)
+    assert_same_rows(df.collect(), tpch.sql(AGG).collect())
+    assert cs.record(df).fallback.startswith(error.__name__)
+    assert cs.report()["counters"]["fallbacks"] == 1
+    assert cs.report()["entries"] == []  # nothing half-cached and left pinned
 
 
 def test_unwritable_tier_falls_back(tpch, cs):
@@ -215,6 +233,10 @@ def test_explain_and_report_describe_reuse(tpch, cs):
     logged = cs.history.recent()
     assert [q["sql"] for q in logged] == [AGG, AGG]  # newest first, for the dashboard
     assert "REUSED entry" in logged[0]["explain"] and logged[0]["counters"]["operators_reused"]
+    # the log keeps the decisions as data: what the CLI and the dashboard read
+    reused = [o for o in operators_from_json(logged[0]["decisions"]) if o.reused]
+    assert [o.entry for o in reused] == [o.entry for o in cs.record(df).operators if o.reused]
+    assert reused[0].decision.action == "reuse" and reused[0].served.reused >= 1
     used = sum(t["used_bytes"] for t in report["tiers"].values())
     assert used == counters["bytes_written"]
     assert report["entries"] and report["entries"][0]["reusable"]
@@ -260,6 +282,10 @@ def test_cheap_operators_are_not_worth_a_materialization_job(tpch, tmp_path):
         df = cs.sql(AGG)
         df.collect()
         assert cs.last_query_summary().get("operators_cached", 0) == 0
+    result = next(o for o in cs.record(df).operators if o.op == "Aggregate")
+    assert result.decision.reason == "below_min_texec"
+    assert result.decision.numbers["min_texec"] == 5.0
+    assert result.decision.numbers["estimated_texec"] < 5.0
     assert "not worth a materialization job" in cs.explain(df)
     cs.close()
 

@@ -4,13 +4,13 @@ counts (and derived Texec and size) without being written, and the benefit model
 from __future__ import annotations
 
 import pytest
-from criss.qtree.plan import PlanNode
-from criss.qtree.tree import EXECUTED_PLAN
 from rowcompare import assert_same_rows
 
 import criss
 from criss.bridge import OperatorMetrics
-from criss.engine import statistics_from_metrics
+from criss.planner.learning import statistics_from_metrics
+from criss.qtree.plan import PlanNode
+from criss.qtree.tree import EXECUTED_PLAN
 
 JOINED = """
     select o_orderpriority, count(*) as n

@@ -1,0 +1,60 @@
+"""One query's trip through Criss, in phases that pass values:
+
+capture (plan, canonical tree, join rewrites) → match (what the QTree and the cache hold)
+→ serve (read matched entries, recompute their missing partitions) → decide (pure
+functions in ``criss.policies.decisions``) → materialize (write what was chosen) →
+rewrite (the plan with cached reads in place) → the query's record.
+
+>>> df, lease = plan_query(session, spark.sql("select ..."), QueryRecord(sql))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from criss.planner.capture import capture_query
+from criss.planner.decide import caching_rules, chosen_paths, decide_operators, operator_records
+from criss.planner.match import CacheView, match
+from criss.planner.materialize import materialize
+from criss.planner.serve import serve, would_serve
+from criss.planner.workspace import Lease, Workspace
+from criss.records import QueryRecord
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from criss.engine import CrissSession
+
+__all__ = ["Lease", "QueryRecord", "plan_query"]
+
+
+def plan_query(
+    session: CrissSession, df: DataFrame, record: QueryRecord, lease: Lease
+) -> DataFrame:
+    """``df`` with what the cache holds read in place of the operators it serves, and what
+    is worth caching cached; ``record`` gets every decision, ``lease`` what the result holds.
+    """
+    view = CacheView(session)
+    capture = capture_query(session, df, view, record)
+    record.captured = capture.captured
+    matched = match(session, capture.tree, view, record=not record.dry_run)
+    rules = caching_rules(session)
+    if record.dry_run:
+        served = {} if capture.stale else would_serve(view, matched.reuses)
+        decisions = decide_operators(matched, served, rules)
+        record.operators = operator_records(
+            matched, decisions, served, rules, record.counters, True
+        )
+        return capture.df
+    work = Workspace(session, capture.captured, matched, record, lease)
+    served = serve(work, view)
+    decisions = decide_operators(matched, served, rules)
+    nodes = {node.path: node for node in matched.tree.walk()}
+    for path in chosen_paths(decisions):
+        materialize(work, nodes[path])
+    record.operators = operator_records(matched, decisions, served, rules, record.counters, False)
+    if not work.replacements:
+        return capture.df
+    return session.bridge.dataframe_of(
+        session.bridge.substitute(capture.captured, work.replacements)
+    )

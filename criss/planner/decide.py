@@ -1,0 +1,108 @@
+"""Decide: the session's settings and learned rates handed to the pure caching decisions,
+and every operator's decision turned into the query's record."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING
+
+from criss.planner.match import Match
+from criss.policies.decisions import (
+    CACHE,
+    REUSE,
+    CachingRules,
+    Decision,
+    QueryFacts,
+    decide_caching,
+)
+from criss.qtree.rewrite import Reuse
+from criss.records import OperatorRecord, OperatorStats, Served
+
+if TYPE_CHECKING:
+    from criss.engine import CrissSession
+
+Path = tuple[int, ...]
+
+
+def caching_rules(session: CrissSession) -> CachingRules:
+    options = session.options
+    return CachingRules(
+        policy=session.policy,
+        # the paper chooses what to cache assuming the worst case: it will sit on disk
+        disk_bandwidth=session.disk_bandwidth,
+        start_time=session.qtree.start_time,
+        scan_rate=session.learning.scan_rate,
+        min_ref=options.min_ref,
+        min_texec=options.min_texec,
+        eager_results=options.eager_results,
+        results_only=options.reuse_scope == "results",
+    )
+
+
+def decide_operators(
+    matched: Match, served: dict[Path, tuple[Reuse, Served]], rules: CachingRules
+) -> dict[Path, Decision]:
+    """A decision for every operator outside the served subtrees; served ones reuse."""
+    facts = QueryFacts(matched.stats, set(served), matched.table_rows)
+    decisions = decide_caching(matched.tree, facts, rules)
+    for path, (reuse, _) in served.items():
+        decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})
+    return decisions
+
+
+def chosen_paths(decisions: dict[Path, Decision]) -> list[Path]:
+    """Paths to cache, deepest first: a lower result is read by the job writing a higher one."""
+    return sorted((p for p, d in decisions.items() if d.action == CACHE), key=lambda p: -len(p))
+
+
+def operator_records(
+    matched: Match,
+    decisions: dict[Path, Decision],
+    served: dict[Path, tuple[Reuse, Served]],
+    rules: CachingRules,
+    counters: Counter,
+    dry_run: bool,
+) -> list[OperatorRecord]:
+    """One record per decided operator, top-down, and the query's counters of them."""
+    records = []
+    for node in matched.tree.walk():
+        decision = decisions.get(node.path)
+        if decision is None:  # inside a served subtree
+            continue
+        seen = matched.observations.get(node.fingerprint)
+        stats = seen.stats if seen else None
+        reuse, counts = served.get(node.path, (None, None))
+        records.append(
+            OperatorRecord(
+                path=node.path,
+                op=node.op,
+                fingerprint=node.fingerprint,
+                decision=decision,
+                matched=bool(seen and seen.matched),
+                looked_up=node.uncacheable is None,
+                entry=reuse.fingerprint if reuse else None,
+                rule=reuse.rule if reuse else None,
+                served=counts,
+                stats=None if stats is None else _stats(stats),
+                benefit=rules.benefit(stats) if stats is not None and stats.has_stats else None,
+            )
+        )
+        _count(records[-1], counters, dry_run)
+    return records
+
+
+def _stats(stats) -> OperatorStats:
+    return OperatorStats(stats.ref, stats.texec, stats.size_bytes, stats.rows, stats.stats_source)
+
+
+def _count(record: OperatorRecord, counters: Counter, dry_run: bool) -> None:
+    counters["operators_seen"] += 1
+    counters["operators_matched"] += record.matched
+    if record.reused:
+        if record.rule != "exact":
+            counters[f"rewrites_{record.rule.replace('-', '_')}"] += 1
+        counters["operators_reused"] += 1
+        counters["partitions_reused"] += record.served.reused
+        counters["bytes_read"] += record.served.bytes_read
+    elif record.cached:
+        counters["operators_cached"] += dry_run  # else counted when written

@@ -1,0 +1,125 @@
+"""Match: what the QTree and the cache hold for one query's canonical tree.
+
+:class:`CacheView` looks entries up once per query; :func:`match` observes the query in
+the QTree (references, recency) and finds the highest operators the cache can serve.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import (
+    Relative,
+    Reuse,
+    SortKey,
+    final_ordering,
+    plan_reuse,
+    result_node,
+    storable,
+    table_copy,
+)
+from criss.qtree.tree import Observation
+from criss.storage.catalog import EntryRecord
+from criss.tables import table_rows
+
+if TYPE_CHECKING:
+    from criss.engine import CrissSession
+
+#: QTree meta key prefix: result fingerprint of a query -> that of its join-optimized form.
+REWRITTEN = "joins.rewritten:"
+
+
+class CacheView:
+    """The cache's entries as one query looked them up (each entry read once)."""
+
+    def __init__(self, session: CrissSession) -> None:
+        self.session = session
+        self.entries: dict[str, EntryRecord] = {}
+
+    def is_cached(self, fingerprint: str) -> bool:
+        if fingerprint in self.entries:
+            return True
+        entry = self.session.cache.lookup(fingerprint)
+        if entry is not None:
+            self.entries[fingerprint] = entry
+        return entry is not None
+
+    def complete(self, fingerprint: str) -> bool:
+        return self.is_cached(fingerprint) and self.entries[fingerprint].complete
+
+    def cached_relatives(self, key: str) -> list[Relative]:
+        # a relative's plan is not in this query, so its missing partitions can't be rebuilt
+        return [r for r in self.session.qtree.relatives(key) if self.complete(r.fingerprint)]
+
+    def reuses(self, tree: PlanNode) -> list[Reuse]:
+        """The highest operators of ``tree`` the cache can serve (none nested)."""
+        rewritten = self._rewritten_result(tree)
+        if rewritten is not None:
+            return [rewritten]
+        found = plan_reuse(tree, self.is_cached, self.cached_relatives)
+        if self.session.options.reuse_scope == "results":  # an exact-result cache
+            wanted = result_node(tree).path
+            found = [r for r in found if r.path == wanted and r.rule == "exact"]
+        return found
+
+    def _rewritten_result(self, tree: PlanNode) -> Reuse | None:
+        """The cached result of this query as the join optimizations rewrote it earlier,
+        so a repeat reads it without optimizing (and measuring) its joins again."""
+        result = result_node(tree)
+        if not storable(result):
+            return None
+        rewritten = self.session.qtree.meta(REWRITTEN + result.fingerprint)
+        # a partial entry's partitions follow the other plan: only a complete one serves
+        if rewritten is None or not self.complete(rewritten):
+            return None
+        return Reuse(result.path, rewritten, "join-rewrite")
+
+
+@dataclass(frozen=True)
+class Match:
+    """One query against the QTree and the cache: a snapshot the later phases read."""
+
+    tree: PlanNode
+    observations: dict[str, Observation]
+    reuses: list[Reuse]
+    #: The final ORDER BY over the query's result: the Sort's path and keys.
+    ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None
+    #: Rows of the table each measured table copy reads (Parquet footers).
+    table_rows: dict[tuple[int, ...], int | None]
+
+    @property
+    def stats(self):
+        return {fp: o.stats for fp, o in self.observations.items()}
+
+
+def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: bool) -> Match:
+    """Look ``tree`` up in the QTree (``record``: count the references; else only peek)."""
+    qtree = session.qtree
+    observations = qtree.observe(tree) if record else qtree.peek(tree)
+    return Match(
+        tree=tree,
+        observations=observations,
+        reuses=view.reuses(tree),
+        ordering=final_ordering(tree),
+        table_rows=_copied_table_rows(tree, observations),
+    )
+
+
+def stale_relations(session: CrissSession, tree: PlanNode) -> list[str]:
+    """Leaves of ``tree`` whose input files changed since the QTree saw them."""
+    relations = {n.relation["key"]: n.relation["version"] for n in tree.leaves() if n.relation}
+    return session.qtree.stale_relations(relations)
+
+
+def _copied_table_rows(
+    tree: PlanNode, observations: dict[str, Observation]
+) -> dict[tuple[int, ...], int | None]:
+    """A measured copy of one table is judged by the share of the table's rows it keeps."""
+    rows = {}
+    for node in tree.walk():
+        seen = observations.get(node.fingerprint)
+        if seen is not None and seen.stats.has_stats and table_copy(node):
+            rows[node.path] = table_rows(next(node.leaves()).relation)
+    return rows

@@ -1,0 +1,98 @@
+"""Act, part two: write the operators the decisions chose, and learn from the job that did.
+
+A written operator is measured exactly (the job's time, the files' bytes and rows); the
+operators under it that ran in the same job get statistics read off its executed plan.
+"""
+
+from __future__ import annotations
+
+import time
+
+from criss.bridge import PartitionedResult
+from criss.errors import StorageError
+from criss.planner.learning import statistics_from_metrics
+from criss.planner.workspace import Workspace
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import storable
+from criss.storage.catalog import EntryRecord
+
+
+def materialize(work: Workspace, node: PlanNode) -> None:
+    """Compute ``node``'s result partition by partition, cache it and read it in its place."""
+    key = node.fingerprint
+    if key in work.sources:
+        # the same subtree occurs twice in this query: write once, read it at both places
+        work.place_read(node.path, key)
+        return
+    session = work.session
+    started = time.perf_counter()
+    plan = work.plan_at(node.path)
+    try:
+        result = session.bridge.partitioned(plan)
+        indices = list(range(result.num_partitions))
+        work.lease.pin(key)
+        entry = _begin(work, node, result, started)
+        stored, staged = work.write(result, entry, indices, started)
+        texec = time.perf_counter() - started
+    finally:
+        work.record.materialize_seconds += time.perf_counter() - started
+    if entry is None:
+        work.lease.leftover_dirs.append(str(staged))
+    session.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
+    session.learning.learn_scan_rate(node, texec, work.replacements)
+    session.learning.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
+    _learn_from_execution(work, result, node, texec)
+    work.settle(key, result.schema_json, {}, stored)
+    work.place_read(node.path, key)
+    work.counters["operators_cached"] += 1
+
+
+def _begin(
+    work: Workspace, node: PlanNode, result: PartitionedResult, started: float
+) -> EntryRecord | None:
+    """Open the entry to write, or None if another application is reading an old one."""
+    try:
+        return work.session.cache.begin(
+            node.fingerprint,
+            op=node.op,
+            schema_json=result.schema_json,
+            num_partitions=result.num_partitions,
+            layout=result.layout,
+            texec=time.perf_counter() - started,
+            total_bytes=0,
+        )
+    except StorageError:
+        return None
+
+
+def _learn_from_execution(
+    work: Workspace, result: PartitionedResult, node: PlanNode, wall: float
+) -> None:
+    """Statistics for the operators under ``node`` that ran in its job but were not stored.
+
+    The paper collects statistics only where they are missing; writing an operator just
+    to measure it costs more than it saves for big intermediates. Instead each one gets
+    its rows from the executed plan's metrics, Texec as its share of the job's measured
+    time (by the task time of its physical operators) and size as rows × row width ×
+    the learned Parquet ratio, recorded as source "executed plan" (a real write later
+    replaces them). Read in the background: the next query waits for it.
+    """
+    observations = work.matched.observations
+    wanted = {
+        n.fingerprint
+        for n in node.walk()
+        if n is not node
+        and storable(n)
+        and n.fingerprint in observations
+        and not observations[n.fingerprint].stats.has_stats
+    }
+    if not wanted:
+        return
+    session = work.session
+
+    def read(parquet_ratio: float) -> dict[str, tuple[float, int, int]]:
+        metrics = result.operator_metrics()
+        executed = session.canonical_tree(session.bridge.capture(result.df))
+        return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
+
+    session.learning.harvest_later(read)

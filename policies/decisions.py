@@ -1,0 +1,299 @@
+"""What to cache in one query, decided by pure functions that return values with reasons.
+
+Every operator outside a reused subtree gets one :class:`Decision`: cache it or not, a
+reason code, and the numbers the decision used (with where they came from). ``explain``,
+the query log (as JSON), ``criss stats`` and the dashboard all read these values, and
+:func:`describe` renders a reason in the same words everywhere.
+
+The rules are the paper's (§1.3): per branch of the plan, the operator with the largest
+benefit ``recency × (ref × (Texec − size/bw) − size/bw)``, judged with the disk tier's
+bandwidth (the worst case); operators without statistics are cached to measure them once
+they recur (``min_ref``), or as a first-seen query's result (``eager_results``), if their
+estimated Texec is worth a job of its own (``min_texec``).
+
+>>> from criss.policies.decisions import Decision, describe
+>>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
+'seen 1x; cached to collect statistics from 2x'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from criss.policies.benefit import BenefitModel
+from criss.policies.selection import (
+    Candidate,
+    best_per_branch,
+    collect_score,
+    keeps_most_rows,
+    measured_score,
+)
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
+from criss.qtree.tree import NodeStats
+
+CACHE, SKIP, REUSE = "cache", "skip", "reuse"
+#: Where a decision's numbers came from.
+MEASURED, ESTIMATE = "measured", "estimate"
+
+#: Reason code → the words every reader shows (formatted with the decision's numbers).
+REASONS: Mapping[str, str] = {
+    # cached
+    "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
+    "collect_statistics": "seen {ref}x without statistics: cached to measure it",
+    "eager_result": "a first-seen query's result, cached eagerly",
+    "whole_result": "reuse_scope=results: the query's whole result",
+    # reused
+    "cached_entry": "served from a cached entry",
+    # not cached
+    "uncacheable": "{why}",
+    "results_scope": "reuse_scope=results: only whole query results are cached",
+    "not_storable": "{op} results are not stored (cheap to recompute or order-sensitive)",
+    "not_tracked": "not tracked",
+    "table_copy_most_rows": (
+        "a copy of one table keeping {rows} of its {table_rows} rows: no cheaper to read back "
+        "than scanning its columns again"
+    ),
+    "no_benefit": "benefit {benefit:.3g} <= 0 with disk bandwidth",
+    "outranked": "another operator on its branch has a larger benefit",
+    "unprojected_scan": (
+        "filters a table without narrowing its columns: a copy would hold every column "
+        "(cached once measured, or as a query's result)"
+    ),
+    "table_copy_unmeasured": (
+        "a copy of one table: cached only once its rows are measured (from an executed "
+        "plan), if it keeps few of the table's rows"
+    ),
+    "below_min_texec": (
+        "estimated Texec {estimated_texec:.3f}s < min_texec {min_texec}s: not worth a "
+        "materialization job"
+    ),
+    "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
+    "outranked_unmeasured": "another operator on its branch ranks higher",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One operator's verdict: ``action`` (cache, skip, reuse), a reason code from
+    :data:`REASONS`, the numbers it used and where they came from."""
+
+    action: str
+    reason: str
+    numbers: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "reason": self.reason,
+            "numbers": dict(self.numbers),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        return cls(data["action"], data["reason"], data.get("numbers") or {}, data.get("source"))
+
+
+def describe(decision: Decision) -> str:
+    """The reason in words; an unknown code (from a newer Criss) is shown as it is."""
+    template = REASONS.get(decision.reason)
+    if template is None:
+        return decision.reason
+    try:
+        return template.format(**decision.numbers)
+    except (KeyError, ValueError, TypeError):
+        return decision.reason
+
+
+@dataclass(frozen=True)
+class CachingRules:
+    """The settings and learned rates one query's caching decisions use (plain numbers)."""
+
+    policy: BenefitModel
+    disk_bandwidth: float
+    start_time: float
+    scan_rate: float
+    min_ref: int = 2
+    min_texec: float = 0.2
+    eager_results: bool = True
+    results_only: bool = False
+
+    def benefit(self, stats: NodeStats) -> float:
+        recency = max(stats.last_access - self.start_time, 1e-3)
+        return self.policy.benefit(
+            ref=stats.ref,
+            texec=stats.texec or 0.0,
+            size_bytes=float(stats.size_bytes or 0),
+            bandwidth=self.disk_bandwidth,
+            recency=recency,
+        )
+
+
+@dataclass(frozen=True)
+class QueryFacts:
+    """What the match phase knows about one query: QTree statistics by fingerprint, the
+    paths served from the cache, and the row counts of tables copied by an operator."""
+
+    stats: Mapping[str, NodeStats]
+    reused: Collection[tuple[int, ...]]
+    table_rows: Mapping[tuple[int, ...], int | None] = field(default_factory=dict)
+
+
+def decide_caching(
+    tree: PlanNode, facts: QueryFacts, rules: CachingRules
+) -> dict[tuple[int, ...], Decision]:
+    """A decision for every operator outside the reused subtrees (their roots excluded)."""
+    result = result_node(tree)
+    verdicts = {
+        node.path: _verdict(node, node.path == result.path, facts, rules)
+        for node in _outside(tree, facts.reused)
+    }
+    if rules.results_only:
+        chosen = _whole_result(result, facts)
+    else:
+        chosen = _best_per_branch(tree, result, verdicts, facts)
+    return {
+        path: _final(path, verdict, chosen, result.path, rules)
+        for path, verdict in verdicts.items()
+    }
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    """An operator judged alone: eligible with a score, or not, and why."""
+
+    score: tuple[float, ...] | None
+    decision: Decision
+
+
+def _verdict(node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules) -> _Verdict:
+    def no(reason: str, source: str | None = None, **numbers: Any) -> _Verdict:
+        return _Verdict(None, Decision(SKIP, reason, numbers, source))
+
+    if node.uncacheable:
+        return no("uncacheable", why=node.uncacheable)
+    if rules.results_only and not is_result:
+        return no("results_scope")
+    if not storable(node):
+        return no("not_storable", op=node.op)
+    stats = facts.stats.get(node.fingerprint)
+    if stats is None:
+        return no("not_tracked")
+    if stats.has_stats:
+        return _measured_verdict(node, is_result, stats, facts, rules)
+    return _unmeasured_verdict(node, is_result, stats, facts, rules)
+
+
+def _measured_verdict(
+    node: PlanNode, is_result: bool, stats: NodeStats, facts: QueryFacts, rules: CachingRules
+) -> _Verdict:
+    source = stats.stats_source or MEASURED
+    table = facts.table_rows.get(node.path)
+    if not is_result and table_copy(node) and keeps_most_rows(stats.rows, table):
+        numbers = {"rows": stats.rows, "table_rows": table}
+        return _Verdict(None, Decision(SKIP, "table_copy_most_rows", numbers, source))
+    benefit = rules.benefit(stats)
+    numbers = {
+        "benefit": benefit,
+        "ref": stats.ref,
+        "texec": stats.texec,
+        "size_bytes": stats.size_bytes,
+        "bandwidth": rules.disk_bandwidth,
+    }
+    score = measured_score(benefit)
+    if score is None:
+        return _Verdict(None, Decision(SKIP, "no_benefit", numbers, source))
+    return _Verdict(score, Decision(CACHE, "largest_benefit", numbers, source))
+
+
+def _unmeasured_verdict(
+    node: PlanNode, is_result: bool, stats: NodeStats, facts: QueryFacts, rules: CachingRules
+) -> _Verdict:
+    if not is_result and unprojected_scan(node):
+        return _Verdict(None, Decision(SKIP, "unprojected_scan"))
+    if not is_result and table_copy(node):
+        return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
+    scanned = node.scanned_bytes_outside(facts.reused)
+    estimate = scanned / rules.scan_rate
+    numbers = {
+        "ref": stats.ref,
+        "min_ref": rules.min_ref,
+        "estimated_texec": estimate,
+        "scanned_bytes": scanned,
+        "scan_rate": rules.scan_rate,
+        "min_texec": rules.min_texec,
+    }
+    if estimate < rules.min_texec:
+        return _Verdict(None, Decision(SKIP, "below_min_texec", numbers, ESTIMATE))
+    if stats.ref >= rules.min_ref:
+        score = collect_score(stats.ref, node.height)
+        return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
+    if is_result and rules.eager_results:
+        score = collect_score(stats.ref, node.height)
+        return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+    return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
+
+
+def _whole_result(result: PlanNode, facts: QueryFacts) -> set[tuple[int, ...]]:
+    """An exact-result cache stores the query's result, unless it is served already."""
+    return set() if result.path in facts.reused or not storable(result) else {result.path}
+
+
+def _best_per_branch(
+    tree: PlanNode,
+    result: PlanNode,
+    verdicts: Mapping[tuple[int, ...], _Verdict],
+    facts: QueryFacts,
+) -> set[tuple[int, ...]]:
+    """The best operator of every branch; a result cached eagerly (no statistics yet) is
+    written besides, not instead of, them: the query computes it anyway."""
+    result_verdict = verdicts.get(result.path)
+    eager = (
+        result.path not in facts.reused
+        and result_verdict is not None
+        and result_verdict.score is not None
+        and result_verdict.decision.source == ESTIMATE
+    )
+
+    def candidate(node: PlanNode) -> Candidate:
+        key = node.path
+        if key in facts.reused:
+            return Candidate(key, (), None)
+        kids = tuple(candidate(c) for c in node.children)
+        score = None if eager and key == result.path else verdicts[key].score
+        return Candidate(key, kids, score)
+
+    chosen = set(best_per_branch(candidate(tree)))
+    return chosen | {result.path} if eager else chosen
+
+
+def _final(
+    path: tuple[int, ...],
+    verdict: _Verdict,
+    chosen: set[tuple[int, ...]],
+    result_path: tuple[int, ...],
+    rules: CachingRules,
+) -> Decision:
+    decision = verdict.decision
+    if path in chosen:
+        if rules.results_only:
+            return Decision(CACHE, "whole_result", decision.numbers, decision.source)
+        return decision
+    if decision.action != CACHE:
+        return decision
+    # eligible, but another operator of its branch was chosen
+    reason = "outranked" if decision.source != ESTIMATE else "outranked_unmeasured"
+    return Decision(SKIP, reason, decision.numbers, decision.source)
+
+
+def _outside(root: PlanNode, reused: Collection[tuple[int, ...]]):
+    """Operators not inside a reused subtree, the reused roots themselves excluded."""
+    if root.path in reused:
+        return
+    yield root
+    for child in root.children:
+        yield from _outside(child, reused)

@@ -1,0 +1,160 @@
+"""What to cache, decided by pure functions over plain trees and numbers (no Spark): one
+decision per operator with a reason code and the numbers it used, rendered in one place."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from criss.policies import get_policy
+from criss.policies.decisions import (
+    CACHE,
+    ESTIMATE,
+    REASONS,
+    REUSE,
+    SKIP,
+    CachingRules,
+    Decision,
+    QueryFacts,
+    decide_caching,
+    describe,
+)
+from criss.qtree.plan import PlanNode
+from criss.qtree.tree import NodeStats
+from criss.records import OperatorRecord, OperatorStats, QueryRecord, Served, operators_from_json
+
+MB = 1 << 20
+
+
+def _relation(path, size):
+    return PlanNode(
+        "LogicalRelation", {}, path=path, fingerprint=f"rel{path}", relation={"bytes": size}
+    )
+
+
+def _query() -> PlanNode:
+    """Aggregate(Join(Filter(orders), lineitem)): the result is the Aggregate at the root."""
+    orders = PlanNode("Filter", {}, (_relation((0, 0, 0), 40 * MB),), (0, 0), fingerprint="filt")
+    join = PlanNode("Join", {}, (orders, _relation((0, 1), 200 * MB)), (0,), fingerprint="join")
+    return PlanNode("Aggregate", {}, (join,), (), fingerprint="agg")
+
+
+def _stats(fp, ref, texec=None, size=None, rows=None, source=None, at=100.0):
+    return NodeStats(fp, "op", ref, 0.0, at, texec, size, rows, source)
+
+
+def _rules(**changes) -> CachingRules:
+    base = dict(
+        policy=get_policy("criss"),
+        disk_bandwidth=100e6,
+        start_time=0.0,
+        scan_rate=64e6,
+        min_ref=2,
+        min_texec=0.2,
+        eager_results=True,
+    )
+    return CachingRules(**{**base, **changes})
+
+
+def _decide(stats, reused=(), **rules):
+    return decide_caching(_query(), QueryFacts(stats, set(reused)), _rules(**rules))
+
+
+def test_each_branch_caches_its_largest_benefit_and_says_why_the_others_lost():
+    stats = {
+        "agg": _stats("agg", 3, texec=0.5, size=1000),
+        "join": _stats("join", 3, texec=9.0, size=MB),
+        "filt": _stats("filt", 3, texec=1.0, size=MB),
+    }
+    got = _decide(stats)
+    assert got[(0,)].action == CACHE and got[(0,)].reason == "largest_benefit"
+    assert got[(0,)].numbers["texec"] == 9.0 and got[(0,)].source == "measured"
+    assert got[()] == Decision(SKIP, "outranked", got[()].numbers, "measured")
+    assert got[()].numbers["benefit"] < got[(0,)].numbers["benefit"]
+    assert got[(0, 0, 0)].reason == "not_storable"  # a relation is never stored
+
+
+def test_a_first_seen_result_is_cached_eagerly_on_an_estimate():
+    got = _decide({fp: _stats(fp, 1) for fp in ("agg", "join", "filt")})
+    assert got[()].action == CACHE and got[()].reason == "eager_result"
+    assert got[()].source == ESTIMATE
+    assert got[()].numbers["scanned_bytes"] == 240 * MB
+    assert got[()].numbers["estimated_texec"] == pytest.approx(240 * MB / 64e6)
+    assert got[(0,)].reason == "below_min_ref" and got[(0,)].numbers["min_ref"] == 2
+    # a filtered copy of one table waits until its rows are measured
+    assert got[(0, 0)].reason == "unprojected_scan"
+    lazy = _decide({fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}, eager_results=False)
+    assert lazy[()].action == SKIP and lazy[()].reason == "below_min_ref"
+
+
+def test_an_estimate_below_min_texec_is_not_worth_a_job():
+    got = _decide({fp: _stats(fp, 5) for fp in ("agg", "join", "filt")}, min_texec=60.0)
+    assert {d.reason for p, d in got.items() if p in ((), (0,))} == {"below_min_texec"}
+    assert got[()].numbers["min_texec"] == 60.0
+    assert "not worth a materialization job" in describe(got[()])
+
+
+def test_reused_subtrees_are_not_decided_and_their_bytes_are_not_estimated():
+    stats = {fp: _stats(fp, 2) for fp in ("agg", "join", "filt")}
+    got = _decide(stats, reused=[(0,)])
+    assert set(got) == {()}  # nothing under the reused join
+    assert got[()].numbers["scanned_bytes"] == 0
+
+
+def test_an_exact_result_cache_caches_only_whole_results():
+    got = _decide({fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}, results_only=True)
+    assert got[()].action == CACHE and got[()].reason == "whole_result"
+    assert got[(0,)].reason == "results_scope"
+
+
+def test_a_measured_copy_of_one_table_keeping_most_rows_is_not_cached():
+    stats = {
+        "agg": _stats("agg", 2, texec=0.01, size=100),
+        "join": _stats("join", 2, texec=0.01, size=100),
+        "filt": _stats("filt", 2, texec=3.0, size=MB, rows=900),
+    }
+    facts = QueryFacts(stats, set(), table_rows={(0, 0): 1000})
+    got = decide_caching(_query(), facts, _rules())
+    assert got[(0, 0)].reason == "table_copy_most_rows"
+    assert got[(0, 0)].numbers == {"rows": 900, "table_rows": 1000}
+
+
+def test_every_reason_renders_with_its_numbers():
+    numbers = {
+        "benefit": 1.5,
+        "ref": 2,
+        "min_ref": 3,
+        "why": "non-deterministic",
+        "op": "Sort",
+        "rows": 9,
+        "table_rows": 10,
+        "estimated_texec": 0.05,
+        "min_texec": 0.2,
+    }
+    for code in REASONS:
+        text = describe(Decision(SKIP, code, numbers))
+        assert text and text != code and "{" not in text, code
+    assert describe(Decision(SKIP, "a_reason_from_a_newer_criss")) == "a_reason_from_a_newer_criss"
+
+
+def test_a_query_record_survives_its_json():
+    record = QueryRecord("select 1")
+    record.operators = [
+        OperatorRecord(
+            (0,),
+            "Aggregate",
+            "ab" * 32,
+            Decision(REUSE, "cached_entry", {"rule": "exact"}),
+            matched=True,
+            entry="cd" * 32,
+            rule="exact",
+            served=Served(3, 1, 4, 1234),
+            stats=OperatorStats(2, 1.5, 100, 10, "measured"),
+            benefit=2.5,
+        )
+    ]
+    back = operators_from_json(json.dumps(record.to_json()))
+    assert back == record.operators
+    assert back[0].reused == "cd" * 32 and back[0].cached is None
+    assert operators_from_json("not json") == [] and operators_from_json(None) == []
