@@ -45,13 +45,23 @@ def session(spark: SparkSession, home: str | None = None, **options: Any) -> Cri
     ``home`` (default: SparkConf ``spark.criss.home``, else ``~/.cache/criss``) holds the
     QTree catalog and the cache; another application pointed at the same home reuses it.
     Other options (also settable as ``spark.criss.<option>``) are listed in the README.
-    """
-    from criss.config import CrissOptions
-    from criss.engine import CrissSession
 
+    Everything is checked before anything is written or any Spark job runs: the Spark
+    version (4.0+), every option name and value (a misspelling names the closest option),
+    and that ``home`` can be created and written.
+    """
+    from criss.bridge import require_supported_spark
+    from criss.config import CrissOptions, check_home
+
+    require_supported_spark(spark.version)
     conf = dict(spark.sparkContext.getConf().getAll())
     try:
         conf.update({k: v for k, v in spark.conf.getAll.items() if k.startswith("spark.criss.")})
     except Exception:  # getAll is a property in newer PySpark; absent on some
         pass
-    return CrissSession(spark, CrissOptions.resolve(conf, home=home, **options))
+    resolved = CrissOptions.resolve(conf, home=home, **options)
+    check_home(resolved.home)
+
+    from criss.engine import CrissSession
+
+    return CrissSession(spark, resolved)

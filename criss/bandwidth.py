@@ -51,6 +51,8 @@ def measure_tier_bandwidth(tier, size: int = CALIBRATION_BYTES) -> float:
 
 #: Rows of the Spark calibration job (about 10 MB of Parquet).
 CODEC_ROWS = 1_000_000
+#: Dot folder (never listed by a tier) holding the calibration job's output.
+CODEC_SCRATCH = ".calibrate"
 
 
 def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> float:
@@ -61,8 +63,10 @@ def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> 
     """
     import shutil
 
-    directory = Path(directory)
-    target = directory / f".codec.{os.getpid()}"
+    # Spark skips (and warns "All paths were ignored" about) a path whose own name starts
+    # with "." or "_": the job's folder is visible, inside a dot folder tiers never list.
+    scratch = Path(directory) / CODEC_SCRATCH
+    target = scratch / f"codec-{os.getpid()}"
 
     def frame(n: int):
         return spark.range(0, n, 1, 2).selectExpr(
@@ -84,4 +88,8 @@ def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> 
         read = time.perf_counter() - started
     finally:
         shutil.rmtree(target, ignore_errors=True)
+        try:
+            scratch.rmdir()  # unless another application measures there right now
+        except OSError:
+            pass
     return 2 * size / max(wrote + read, 1e-6)

@@ -91,7 +91,8 @@ def datagen(sf: float, data_dir: Path | None) -> None:
     "--home",
     type=click.Path(path_type=Path),
     default=None,
-    help="Criss home (catalog and cache) [default: a fresh temporary directory].",
+    help="Criss home (catalog and cache), printed at the end with the commands that "
+    "look inside it [default: a fresh temporary directory].",
 )
 @click.option(
     "--warm", is_flag=True, help="Keep what --home already caches instead of clearing it."
@@ -151,7 +152,7 @@ def replay(
     quiet: bool,
 ) -> None:
     """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
-    from criss.console import ReplayProgress, print_replay_summary
+    from criss.console import ReplayProgress, print_next_steps, print_replay_summary
     from criss.sparksession import local_spark
     from criss.workload.replay import ReplayConfig, run_replay, write_results
 
@@ -170,14 +171,18 @@ def replay(
         warmup=warmup,
         variants=variants,
     )
-    spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
-        result = run_replay(spark, config, on_query=progress.update)
+        if not quiet:
+            progress.console.print("starting local Spark ...")
+        spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
+        result = run_replay(spark, config, on_query=progress.update, on_warmup=progress.warmup)
     if out:
         write_results(result, out)
     print_replay_summary(result, per_query=not quiet)
     if out:
         click.echo(f"results written to {out}")
+    if not quiet:
+        print_next_steps(result.get("homes", {}), str(out.parent) if out else None)
     _fail_on_mismatch(result)
 
 
@@ -244,7 +249,8 @@ def stats(home: Path, as_json: bool) -> None:
     "--data-dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="TPC-H data directory for --tpch-sf [default: ./data/tpch/sf<SF>].",
+    help="TPC-H data directory for --tpch-sf, generated there when missing "
+    "[default: ./data/tpch/sf<SF>, printed].",
 )
 @click.option(
     "--table",
@@ -273,16 +279,33 @@ def explain(
     from criss.sparksession import local_spark
 
     views = _parse_tables(tables)
+    tpch_dir = _tpch_data(tpch_sf, data_dir) if tpch_sf is not None else None
     spark = local_spark("criss-explain", master=master)
-    if tpch_sf is not None:
-        from criss.workload.tpch.data import ensure_tpch, register_views
+    if tpch_dir is not None:
+        from criss.workload.tpch.data import register_views
 
-        register_views(spark, ensure_tpch(tpch_sf, data_dir, quiet=True))
+        register_views(spark, tpch_dir)
     for name, path in views.items():
         spark.read.parquet(path).createOrReplaceTempView(name)
-    with criss.session(spark, home=str(home), dry_run=True) as cs:
+    from criss.console import phase_log
+
+    with phase_log(), criss.session(spark, home=str(home), dry_run=True) as cs:
         df = _spark_errors(cs.sql, sql)
         click.echo(cs.explain(df))
+
+
+def _tpch_data(sf: float, data_dir: Path | None) -> Path:
+    """TPC-H data at ``sf``; generating it is said on stderr, with the folder it goes to."""
+    from criss.workload.tpch.data import data_dir_for, ensure_tpch, is_complete
+
+    where = Path(data_dir) if data_dir else data_dir_for(sf)
+    if not is_complete(where, sf):
+        click.echo(
+            f"TPC-H SF{sf:g} tables: generating them into {where.resolve()} "
+            "(once; --data-dir chooses another folder)",
+            err=True,
+        )
+    return ensure_tpch(sf, where, quiet=True)
 
 
 def _parse_variants(specs: tuple[str, ...]) -> dict[str, dict[str, str]]:
@@ -401,6 +424,7 @@ def dashboard(
     Needs Flask (pip install 'criss[dashboard]'). Add ?refresh=5 to a page's address to
     reload it every 5 seconds while a replay runs.
     """
+    _require_flask()
     from werkzeug.serving import run_simple
 
     from criss.config import parse_bytes
@@ -415,6 +439,22 @@ def dashboard(
         click.echo(f"no Criss home at {home} yet: pages will say so until a session creates it")
     click.echo(f"Criss dashboard for {home}: http://{host}:{port}/ (Ctrl-C stops it)")
     run_simple(host, port, app, threaded=True)
+
+
+#: How to add the dashboard's web stack, said whenever it is missing.
+DASHBOARD_INSTALL = "pip install 'criss[dashboard]'"
+
+
+def _require_flask() -> None:
+    """A missing Flask (or its Werkzeug) is a CLI error giving the install command."""
+    try:
+        import flask  # noqa: F401
+        import werkzeug.serving  # noqa: F401
+    except ImportError as exc:
+        raise click.ClickException(
+            f"criss dashboard needs Flask, which is not installed ({exc}). Install it with:\n"
+            f"  {DASHBOARD_INSTALL}"
+        ) from exc
 
 
 def _fail_on_mismatch(result: dict[str, Any]) -> None:

@@ -5,7 +5,10 @@ Keyword arguments win, then SparkConf ``spark.criss.*``, then the defaults here.
 
 from __future__ import annotations
 
+import difflib
+import errno
 import os
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -44,6 +47,11 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
 MEDIA = ("hybrid", "memory", "disk")
 GRANULARITIES = ("partition", "operator")
 REUSE_SCOPES = ("operators", "results")
+#: ``range_join_method``: ``auto`` lets the cost model choose; the others force a method
+#: where it applies (criss.policies.joins.METHODS).
+RANGE_JOIN_METHODS = ("auto", "nested", "bucket", "index")
+#: Prefix of every SparkConf key Criss reads: ``spark.criss.<option with dots>``.
+CONF_PREFIX = "spark.criss."
 
 
 def default_home() -> Path:
@@ -117,23 +125,41 @@ class CrissOptions:
     semi_prefilter: bool = True
     bloom_join: bool = True
     runtime_filters: bool = True
+    #: Range joins: the rewrite must save this many seconds and be this many times cheaper
+    #: than Spark's nested loop (tests set 0 and 1 to rewrite tiny joins).
+    range_join_min_seconds: float = 0.5
+    range_join_min_ratio: float = 2.0
+    #: ``auto`` (cost model), or force ``nested``, ``bucket`` or ``index`` where possible.
+    range_join_method: str = "auto"
+    #: The range index collects the interval side to the driver only below these sizes.
+    range_join_index_max_rows: int = 5_000_000
+    range_join_index_max_bytes: int = 512 << 20
     #: Plan and explain only: nothing is cached, recomputed, promoted or recorded, and the
     #: returned DataFrame is the plain one (``criss explain`` uses this).
     dry_run: bool = False
 
     @classmethod
-    def resolve(cls, spark_conf: dict[str, str] | None = None, **overrides: Any) -> CrissOptions:
-        known = {f.name for f in fields(cls)}
-        unknown = set(overrides) - known
-        if unknown:
-            raise ConfigError(f"unknown Criss option(s) {sorted(unknown)}; known: {sorted(known)}")
-        values: dict[str, Any] = {}
-        for name in known:
-            conf_key = "spark.criss." + name.replace("_", ".")
-            if overrides.get(name) is not None:
-                values[name] = overrides[name]
-            elif spark_conf and conf_key in spark_conf:
-                values[name] = spark_conf[conf_key]
+    def resolve(cls, spark_conf: Mapping[str, str] | None = None, **overrides: Any) -> CrissOptions:
+        """Options from keyword arguments, then SparkConf ``spark.criss.*``, then defaults.
+
+        A misspelled option or ``spark.criss.*`` key is an error naming the closest one:
+
+        >>> CrissOptions.resolve(None, polcy="lru")
+        Traceback (most recent call last):
+        ...
+        criss.errors.ConfigError: unknown Criss option 'polcy': did you mean 'policy'? ...
+        """
+        names = option_names()
+        for name in overrides:
+            if name not in names:
+                raise ConfigError(_unknown("option", name, names))
+        keys = {conf_key(name): name for name in names}
+        conf = {k: v for k, v in (spark_conf or {}).items() if k.startswith(CONF_PREFIX)}
+        for key in conf:
+            if key not in keys:
+                raise ConfigError(_unknown("SparkConf key", key, keys))
+        values = {keys[k]: v for k, v in conf.items()}
+        values.update({k: v for k, v in overrides.items() if v is not None})
         return cls._coerce(values)
 
     @classmethod
@@ -160,6 +186,12 @@ class CrissOptions:
             out["min_texec"] = float(out["min_texec"])
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
+        for name in ("range_join_min_seconds", "range_join_min_ratio"):
+            if name in out:
+                out[name] = _as_float(out[name], name)
+        for name in ("range_join_index_max_rows", "range_join_index_max_bytes"):
+            if name in out:
+                out[name] = parse_bytes(out[name], name)
         for name in ("memory_bandwidth", "disk_bandwidth", "alluxio_bandwidth", "codec_rate"):
             if name in out:
                 out[name] = float(parse_bytes(out[name], name))
@@ -170,6 +202,7 @@ class CrissOptions:
             ("media", MEDIA),
             ("granularity", GRANULARITIES),
             ("reuse_scope", REUSE_SCOPES),
+            ("range_join_method", RANGE_JOIN_METHODS),
         ):
             if name in out and out[name] not in allowed:
                 raise ConfigError(f"{name}={out[name]!r} is not one of {', '.join(allowed)}")
@@ -178,3 +211,61 @@ class CrissOptions:
                 x.strip() for x in out["allowed_udfs"].split(",") if x.strip()
             )
         return cls(**out)
+
+
+def option_names() -> tuple[str, ...]:
+    """Every option ``criss.session()`` accepts, in declaration order."""
+    return tuple(f.name for f in fields(CrissOptions))
+
+
+def conf_key(name: str) -> str:
+    """The SparkConf key of option ``name``: ``eager_results`` → ``spark.criss.eager.results``."""
+    return CONF_PREFIX + name.replace("_", ".")
+
+
+def _unknown(kind: str, name: str, valid: Iterable[str]) -> str:
+    """``unknown Criss option 'polcy': did you mean 'policy'?`` (difflib's closest match)."""
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else "no option is spelled like it."
+    return f"unknown Criss {kind} {name!r}: {hint} (every option: README, section Options)"
+
+
+def _as_float(value: Any, option: str) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{option}={value!r} is not a number") from None
+
+
+def check_home(home: Path) -> Path:
+    """Create ``home`` (private, 0700) or raise ConfigError naming it and the problem.
+
+    Runs before anything else is written, so an unusable home (``/proc/criss``, a path
+    under a file, a read-only directory) fails with the fix instead of a bare OSError.
+    """
+    from criss.storage.tiers import make_private_dir
+
+    home = Path(home).expanduser()
+    existing = next((p for p in (home, *home.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise ConfigError(_bad_home(home, f"{existing} is a file, not a directory"))
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise ConfigError(_bad_home(home, f"{existing} is not writable by this user"))
+    try:
+        make_private_dir(home)
+        probe = home / f".criss-probe.{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        if exc.errno == errno.ENOENT:
+            reason += " (this file system does not allow new directories here)"
+        raise ConfigError(_bad_home(home, f"cannot create or write it: {reason}")) from exc
+    return home
+
+
+def _bad_home(home: Path, problem: str) -> str:
+    return (
+        f"Criss home {str(home)!r} is not usable: {problem}. Pass a writable directory, "
+        "e.g. criss.session(spark, home='~/.cache/criss'), or set spark.criss.home."
+    )

@@ -2,48 +2,87 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 from typing import Any
 
 from rich import box
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.logging import RichHandler
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
 
 
+def statement_name(record: dict[str, Any]) -> str:
+    """``Q3`` for an original TPC-H statement, ``Q3-v60`` for a variant."""
+    variant = record.get("variant")
+    return record["query"] + ("" if variant in (None, "orig") else f"-{variant}")
+
+
 class ReplayProgress:
-    """Progress of a replay: query i/N, elapsed time and the time saved so far."""
+    """Progress of a replay: query i/N, elapsed time and the time saved so far.
+
+    While it runs, the slow phases' INFO lines (``criss.progress`` logger: data generation,
+    warm-up, the once-per-home bandwidth measurement) are printed above the bar, and the
+    untimed warm-up has a bar of its own.
+    """
 
     def __init__(self, total: int, modes: tuple[str, ...], *, enabled: bool = True) -> None:
         self.modes = modes
         self.seconds = {m: 0.0 for m in modes}
         self.done = {m: 0 for m in modes}
+        self.console = Console(stderr=True)
         self._progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
             MofNCompleteColumn(),
             TimeElapsedColumn(),
             TextColumn("{task.fields[saving]}"),
-            console=Console(stderr=True),
+            console=self.console,
             disable=not enabled,
             transient=False,
         )
-        self._task = self._progress.add_task("replay", total=total, saving="")
+        self._total = total
+        self._task: TaskID | None = None
+        self._warmup: TaskID | None = None
+        self._log = PhaseLog(self.console) if enabled else None
 
     def __enter__(self) -> ReplayProgress:
         self._progress.__enter__()
+        if self._log:
+            self._log.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
+        if self._log:
+            self._log.__exit__(*exc)
         self._progress.__exit__(*exc)
 
+    def warmup(self, done: int, total: int) -> None:
+        """One more untimed warm-up statement has run (``run_replay``'s ``on_warmup``)."""
+        if self._warmup is None:
+            self._warmup = self._progress.add_task(
+                "warm-up (plain Spark, untimed)", total=total, saving=""
+            )
+        self._progress.update(self._warmup, completed=done)
+
     def update(self, mode: str, record: dict[str, Any]) -> None:
+        if self._task is None:
+            self._task = self._progress.add_task("replay", total=self._total, saving="")
         self.seconds[mode] += record["seconds"]
         self.done[mode] += 1
         position = min(self.done.values())
         self._progress.update(
             self._task,
             completed=position,
-            description=f"{record['query']} {record['variant']}",
+            description=f"replay {statement_name(record)}",
             saving=self._saving_text(),
         )
 
@@ -61,22 +100,74 @@ class ReplayProgress:
         return f"spark {base:.1f}s  {other} {mine:.1f}s{saved}"
 
 
+class PhaseLog:
+    """Show the ``criss.progress`` logger's INFO lines on ``console`` while in use."""
+
+    def __init__(self, console: Console) -> None:
+        self.handler = RichHandler(
+            console=console, show_time=False, show_path=False, show_level=False
+        )
+        self.logger = logging.getLogger("criss.progress")
+        self._level = self.logger.level
+
+    def __enter__(self) -> PhaseLog:
+        self.logger.addHandler(self.handler)
+        self.logger.setLevel(logging.INFO)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self._level)
+
+
+def phase_log() -> PhaseLog | contextlib.nullcontext:
+    """The slow phases' lines on stderr when a person watches it (a terminal), for
+    commands without a progress bar; nothing when stderr is piped or captured."""
+    console = Console(stderr=True)
+    return PhaseLog(console) if console.is_terminal else contextlib.nullcontext()
+
+
+def reuse_summary(summary: dict[str, Any] | None) -> str:
+    """What Criss did for one statement, from ``last_query_summary()``: e.g.
+    ``reused 2 (8/8 partitions, project-subset) · cached 1``, ``fallback: <why>``, ``-``."""
+    if not summary:
+        return "-"
+    if summary.get("fallback"):
+        return f"fallback: {summary['fallback']}"
+    parts = []
+    reused = summary.get("operators_reused", 0)
+    if reused:
+        how = []
+        recomputed = summary.get("partitions_recomputed", 0)
+        hits = summary.get("partitions_reused", 0)
+        if hits or recomputed:
+            how.append(f"{hits}/{hits + recomputed} partitions")
+        how += sorted(
+            k.removeprefix("rewrites_").replace("_", "-")
+            for k, v in summary.items()
+            if k.startswith("rewrites_") and v
+        )
+        parts.append(f"reused {reused}" + (f" ({', '.join(how)})" if how else ""))
+    if summary.get("operators_cached"):
+        parts.append(f"cached {summary['operators_cached']}")
+    joins = sorted(
+        k.removeprefix("joins_").replace("_", "-")
+        for k, v in summary.items()
+        if k.startswith("joins_") and v
+    )
+    if joins:
+        parts.append("join " + ", ".join(joins))
+    if parts:
+        return " · ".join(parts)
+    seen, matched = summary.get("operators_seen", 0), summary.get("operators_matched", 0)
+    return f"nothing ({matched}/{seen} operators seen before)" if seen else "nothing"
+
+
 def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> None:
-    console = Console()
+    console = _wide_console()
     modes = result["modes"]
     if per_query:
-        table = Table(title=f"{result['stream']} stream, SF{result['sf']:g}, seed {result['seed']}")
-        table.add_column("#", justify="right")
-        table.add_column("query")
-        for mode in modes:
-            table.add_column(f"{mode} s", justify="right")
-        table.add_column("rows", justify="right")
-        first = next(iter(modes.values()))["queries"]
-        for i, rec in enumerate(first):
-            cells = [f"{modes[m]['queries'][i]['seconds']:.2f}" for m in modes]
-            name = rec["query"] + ("" if rec["variant"] == "orig" else f"-{rec['variant']}")
-            table.add_row(str(rec["position"]), name, *cells, str(rec["rows"]))
-        console.print(table)
+        console.print(_per_query_table(result))
     for mode, data in modes.items():
         console.print(
             f"[bold]{mode}[/bold] total {data['total_seconds']:.2f}s "
@@ -88,6 +179,44 @@ def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> N
             f"time saved {100 * comparison['time_saved_fraction']:.1f}%, "
             f"checksums match: {comparison['checksums_match']}"
         )
+
+
+def _per_query_table(result: dict[str, Any]) -> Table:
+    """One row per statement: its time in every mode and what each Criss mode did with it."""
+    modes = result["modes"]
+    criss_modes = [m for m in modes if m != "spark"]
+    table = Table(title=f"{result['stream']} stream, SF{result['sf']:g}, seed {result['seed']}")
+    table.add_column("#", justify="right")
+    table.add_column("query")
+    for mode in modes:
+        table.add_column(f"{mode} s", justify="right")
+    table.add_column("rows", justify="right")
+    for mode in criss_modes:
+        table.add_column(f"{mode}: reused / cached (operators)")
+    first = next(iter(modes.values()))["queries"]
+    for i, rec in enumerate(first):
+        cells = [f"{modes[m]['queries'][i]['seconds']:.2f}" for m in modes]
+        what = [reuse_summary(modes[m]["queries"][i].get("criss")) for m in criss_modes]
+        table.add_row(str(rec["position"]), statement_name(rec), *cells, str(rec["rows"]), *what)
+    return table
+
+
+def print_next_steps(homes: dict[str, str], results_dir: str | None) -> None:
+    """After a replay: where its cache is kept and the commands that look inside it."""
+    if not homes:
+        return
+    console = Console()
+    home = homes.get("criss") or next(iter(homes.values()))
+    results = f" --results {results_dir}" if results_dir else ""
+    lines = (
+        f"\nCriss kept its cache in {home}. Look inside it with:",
+        f"  criss ls --home {home}",
+        f"  criss stats --home {home}",
+        f"  criss dashboard --home {home}{results}",
+        "(the dashboard needs Flask: pip install 'criss[dashboard]')",
+    )
+    for line in lines:  # commands to copy: no markup, never wrapped
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
 
 
 def _size(value: float | None) -> str:

@@ -11,9 +11,15 @@ import hashlib
 import logging
 import os
 import shutil
+import time
 from pathlib import Path
 
-from criss.bandwidth import measure_bandwidth, measure_codec_rate, measure_tier_bandwidth
+from criss.bandwidth import (
+    CALIBRATION_BYTES,
+    measure_bandwidth,
+    measure_codec_rate,
+    measure_tier_bandwidth,
+)
 from criss.config import MEDIA, CrissOptions
 from criss.errors import ConfigError
 from criss.policies.benefit import BenefitModel
@@ -22,6 +28,8 @@ from criss.storage.cache import PartitionCache
 from criss.storage.tiers import LocalTier, Tier, make_private_dir
 
 log = logging.getLogger("criss")
+#: INFO lines naming slow once-only steps (the CLI shows them; see workload.replay).
+progress_log = logging.getLogger("criss.progress")
 
 SHM = Path("/dev/shm")
 #: Default quotas: a share of the medium's size, capped.
@@ -126,6 +134,13 @@ def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree, codec_rate
         key = f"bandwidth:{tier.name}:{tier.describe().get('root') or tier.describe()}"
         medium = qtree.meta(key)
         if not medium:
+            progress_log.info(
+                "measuring the %s tier's bandwidth (%d MiB written and read back; once per "
+                "home, option %s_bandwidth skips it)",
+                tier.name,
+                CALIBRATION_BYTES >> 20,
+                tier.name,
+            )
             # A dot file at the tier's root, never in its temp directory: another application
             # starting on this home may clean that temp directory while we measure.
             medium = (
@@ -144,8 +159,16 @@ def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, scratch: Path) 
     cached = qtree.meta("codec_rate")
     if cached:
         return float(cached)
+    progress_log.info(
+        "measuring Spark's Parquet write+read rate with a small Spark job (~15-30 s, once "
+        "per home; option codec_rate skips it)"
+    )
+    started = time.perf_counter()
     rate = measure_codec_rate(spark, scratch)
     qtree.set_meta("codec_rate", rate)
+    progress_log.info(
+        "Parquet rate %.0f MB/s, measured in %.1f s", rate / 1e6, time.perf_counter() - started
+    )
     return rate
 
 

@@ -257,10 +257,9 @@ def run_experiment(
 
     Without ``spark``, a local session like the replay CLI's is started and stopped.
     """
-    from criss.workload.replay import ReplayConfig, run_replay, write_results
-
     from criss.console import ReplayProgress, print_replay_summary
     from criss.sparksession import local_spark
+    from criss.workload.replay import ReplayConfig, run_replay, write_results
 
     own_session = spark is None
     if spark is None:

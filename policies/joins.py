@@ -38,8 +38,9 @@ INDEX_PROBE_ROWS_PER_SECOND = 5e4
 INDEX_PAIRS_PER_SECOND = 4e5
 INDEX_SEARCHES_PER_SECOND = 2e7
 INDEX_FIXED_SECONDS = 1.0
-#: methods ``spark.criss.range.join.method`` may force
+#: methods the ``range_join_method`` option (``spark.criss.range.join.method``) may force
 METHODS = ("nested", "bucket", "index")
+_FORCE_OPTION = "range_join_method / spark.criss.range.join.method"
 
 
 @dataclass(frozen=True)
@@ -283,9 +284,9 @@ class RangeJoinModel:
     ) -> tuple[str | None, str]:
         """The cheapest method against the nested loop (or the forced one when possible)."""
         if force == "nested":
-            return None, "nested loop kept: forced by spark.criss.range.join.method"
+            return None, f"nested loop kept: forced by {_FORCE_OPTION}"
         if force in costs:
-            return force, f"forced by spark.criss.range.join.method (est. {costs[force]:.2f} s)"
+            return force, f"forced by {_FORCE_OPTION} (est. {costs[force]:.2f} s)"
         if force is not None:
             why = blocked if force == "index" else "buckets need two-sided bounds"
             return None, f"nested loop kept: forced {force} not possible ({why})"
@@ -301,7 +302,8 @@ class RangeJoinModel:
         if nested_seconds >= self.min_ratio * seconds and gain >= self.min_seconds:
             return method, versus
         return None, (
-            f"nested loop kept: {versus} (needs x{self.min_ratio} and {self.min_seconds} s saved)"
+            f"nested loop kept: {versus} (needs x{self.min_ratio} and {self.min_seconds} s saved:"
+            " range_join_min_ratio, range_join_min_seconds)"
         )
 
 

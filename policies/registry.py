@@ -6,9 +6,8 @@ import difflib
 from collections.abc import Callable
 from types import MappingProxyType
 
-from criss.policies.benefit import BenefitModel, CrissBenefit, LruBenefit, RecyclerBenefit
-
 from criss.errors import ConfigError
+from criss.policies.benefit import BenefitModel, CrissBenefit, LruBenefit, RecyclerBenefit
 
 _FACTORIES: dict[str, Callable[[], BenefitModel]] = {
     "criss": CrissBenefit,

@@ -35,6 +35,20 @@ ensure_java() {
   fi
 }
 
+# pip with only its errors shown: its output goes to a log that is printed when it fails.
+quiet_pip() {
+  local log status=0
+  log="$(mktemp "${TMPDIR:-/tmp}/criss-pip.XXXXXX")"
+  "$VENV/bin/python" -m pip --disable-pip-version-check --no-input -q "$@" >"$log" 2>&1 \
+    || status=$?
+  if [ "$status" -ne 0 ]; then
+    say "ERROR: pip $* failed; its output:"
+    grep -v '^\s*$' "$log" >&2 || true
+  fi
+  rm -f "$log"
+  return "$status"
+}
+
 ensure_python() {
   local py="${PYTHON:-python3}"
   if ! "$py" -c 'import sys; sys.exit(sys.version_info < (3, 10))' 2>/dev/null; then
@@ -48,8 +62,8 @@ ensure_python() {
   local stamp="$VENV/.criss-installed"
   if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
     say "installing criss[$EXTRAS] into $VENV (first time takes a minute: pyspark is large)"
-    "$VENV/bin/python" -m pip install -q --upgrade pip >/dev/null
-    "$VENV/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
+    quiet_pip install --upgrade pip
+    quiet_pip install -e "$ROOT[$EXTRAS]"
     touch "$stamp"
   fi
 }

@@ -25,9 +25,8 @@ from types import ModuleType
 from typing import BinaryIO, cast
 from urllib.parse import urlsplit
 
-from criss.storage.tiers import TEMP_DIR, Tier, check_name
-
 from criss.errors import ConfigError, StorageError
+from criss.storage.tiers import TEMP_DIR, Tier, check_name
 
 #: How to get the client this module needs (1.x of the ``alluxio`` package is another library).
 INSTALL_HINT = "pip install 'criss[alluxio]'  (the Alluxio proxy REST client, alluxio>=0.1.4,<1)"

@@ -27,12 +27,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
+
+from criss.errors import StorageError
 from criss.policies.benefit import BenefitModel
 from criss.policies.placement import Move, Placement, TierRoom, Unit, plan_promotion, plan_write
 from criss.storage.catalog import EMPTY, CacheCatalog, EntryRecord, PartitionRecord
 from criss.storage.tiers import Tier, move_file
-
-from criss.errors import StorageError
 
 GRANULARITIES = ("partition", "operator")
 #: Spark's output file name: part-<task index>-<job uuid>-c<file counter>.<codec>.parquet

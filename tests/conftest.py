@@ -1,15 +1,56 @@
-"""Shared fixtures: one real local SparkSession per test run, TPC-H SF 0.01 data."""
+"""Shared fixtures: one real local SparkSession per test run, TPC-H SF 0.01 data.
+
+Every test that needs the ``spark`` fixture, directly or through another fixture, is marked
+``spark`` here, so ``pytest -m "not spark"`` runs without starting a JVM.
+"""
 
 from __future__ import annotations
 
+import getpass
+import shutil
 from pathlib import Path
 
 import pytest
-from criss.workload.tpch.data import ensure_tpch, register_views
 
 from criss.sparksession import local_spark
+from criss.workload.tpch.data import ensure_tpch, register_views
 
 REPO = Path(__file__).resolve().parent.parent
+#: Where memory tiers live (criss.space.memory_dir); the suite removes the ones it made.
+MEMORY_TIERS = Path("/dev/shm") / f"criss-{getpass.getuser()}"
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``spark`` every test whose fixtures (their closure) include ``spark``; a test
+    that starts Spark in a child process carries the mark itself."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _remove_memory_tiers_made_by_this_run(tmp_path_factory):
+    """Memory tier directories (RAM) created during the run are removed at its end.
+
+    Only those whose home is under this run's temporary directory, or no longer exists:
+    another test run or application may be using the others right now.
+    """
+    before = set(MEMORY_TIERS.iterdir()) if MEMORY_TIERS.is_dir() else set()
+    yield
+    base = tmp_path_factory.getbasetemp().resolve()
+    for directory in set(MEMORY_TIERS.iterdir()) - before if MEMORY_TIERS.is_dir() else ():
+        if _made_by_this_run(directory, base):
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+def _made_by_this_run(directory: Path, base: Path) -> bool:
+    from criss.space import HOME_MARKER
+
+    try:
+        home = Path((directory / HOME_MARKER).read_text().strip())
+    except OSError:
+        return False  # no marker yet: being created by someone else
+    return home.is_relative_to(base) or not home.exists()
 
 
 @pytest.fixture(scope="session")

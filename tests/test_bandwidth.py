@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from criss.qtree import QTree
-from criss.storage.tiers import LocalTier
 
 from criss.bandwidth import measure_bandwidth, measure_codec_rate
 from criss.config import CrissOptions
+from criss.qtree import QTree
 from criss.space import calibrate
+from criss.storage.tiers import LocalTier
 
 pytestmark = pytest.mark.spark
 

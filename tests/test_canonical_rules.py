@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from criss.qtree import canonicalize, fingerprint_tree
 from criss.qtree.canonical import (
     ALIAS,

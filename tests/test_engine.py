@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow.parquet as pq
 import pytest
-from criss.workload.tpch import queries
 from rowcompare import assert_same_rows
 
 import criss
+from criss.workload.tpch import queries
 
 pytestmark = pytest.mark.spark
 

@@ -9,12 +9,12 @@ import textwrap
 import threading
 
 import pytest
-from criss.qtree import canonicalize, fingerprint_tree
-from criss.qtree.rewrite import result_node
-from criss.workload.tpch import queries
 
 import criss
 from criss.bridge import CatalystBridge
+from criss.qtree import canonicalize, fingerprint_tree
+from criss.qtree.rewrite import result_node
+from criss.workload.tpch import queries
 
 pytestmark = pytest.mark.spark
 

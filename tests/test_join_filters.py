@@ -12,10 +12,10 @@ from __future__ import annotations
 import gc
 
 import pytest
-from criss.policies import filters as policy
-from criss.qtree.star import key_source, whole_table
 
 import criss
+from criss.policies import filters as policy
+from criss.qtree.star import key_source, whole_table
 from tests.rowcompare import assert_same_rows
 
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}

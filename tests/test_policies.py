@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from criss.policies import CrissBenefit, RecyclerBenefit, get_policy, register_policy
-from criss.policies.selection import Candidate, best_per_branch, collect_score, measured_score
 
 from criss.errors import ConfigError
+from criss.policies import CrissBenefit, RecyclerBenefit, get_policy, register_policy
+from criss.policies.selection import Candidate, best_per_branch, collect_score, measured_score
 
 
 def test_criss_benefit_is_the_papers_formula():

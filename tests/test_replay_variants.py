@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from criss.workload.replay import ReplayConfig, run_replay
 
 from criss.errors import WorkloadError
+from criss.workload.replay import ReplayConfig, run_replay
 
 pytestmark = pytest.mark.spark
 

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
 from criss.workload.replay import ReplayConfig, result_checksum, run_replay, write_results
 from criss.workload.streams import MAX_VARIANT_REPEATS, STREAMS, make_stream, zipf_weights
 
@@ -100,6 +101,7 @@ def test_replay_both_modes_same_checksums_and_reuse(tpch, tpch_dir, tmp_path):
     }
 
 
+@pytest.mark.spark  # the replay's Spark runs in a child process
 def test_cli_replay_both_modes_end_to_end(tpch_dir, tmp_path):
     out = tmp_path / "cli.json"
     cmd = [

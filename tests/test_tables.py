@@ -6,8 +6,8 @@ import os
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from criss.policies.selection import MOST_ROWS, keeps_most_rows
 
+from criss.policies.selection import MOST_ROWS, keeps_most_rows
 from criss.tables import table_rows
 
 

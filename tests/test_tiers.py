@@ -22,10 +22,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from alluxio_standin import AlluxioStandin
-from criss.storage.alluxio import AlluxioTier
-from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, move_file
 
 from criss.errors import ConfigError, StorageError
+from criss.storage.alluxio import AlluxioTier
+from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, move_file
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "k1/00003-1a2b3c4d.parquet"

@@ -15,12 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
-from criss.workload.streams import salted_tables
-from criss.workload.tpch import queries
 from rowcompare import assert_same_rows
 
 from criss.bridge import plan_overlap
 from criss.errors import WorkloadError
+from criss.workload.streams import salted_tables
+from criss.workload.tpch import queries
 
 SF = 0.01
 SEEDS = (1, 2, 3)

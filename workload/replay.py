@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import logging
 import math
 import os
 import platform
@@ -30,10 +31,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from criss.workload.streams import StreamQuery, make_stream
-from criss.workload.tpch.data import ensure_tpch, register_views
-
 from criss.errors import WorkloadError
+from criss.workload.streams import StreamQuery, make_stream
+from criss.workload.tpch.data import data_dir_for, ensure_tpch, is_complete, register_views
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -101,11 +101,23 @@ class ReplayConfig:
 Runner = Callable[[str], "DataFrame"]
 
 
-def _criss_runner(spark: SparkSession, config: ReplayConfig, mode: str) -> tuple[Runner, Any]:
+#: INFO lines naming each slow phase of a run (data generation, warm-up, the once-per-home
+#: bandwidth measurement); ``criss replay`` shows them above its progress bar.
+progress_log = logging.getLogger("criss.progress")
+
+
+def replay_homes(config: ReplayConfig) -> dict[str, Path]:
+    """The home of each Criss mode: ``config.home`` (variants in subfolders), else a new
+    temporary directory."""
+    base = Path(config.home) if config.home else Path(tempfile.mkdtemp(prefix="criss-replay-"))
+    return {m: base if m == "criss" else base / m for m in config.criss_modes}
+
+
+def _criss_runner(
+    spark: SparkSession, config: ReplayConfig, mode: str, home: Path
+) -> tuple[Runner, Any]:
     import criss
 
-    base = config.home or Path(tempfile.mkdtemp(prefix="criss-replay-"))
-    home = base if mode == "criss" else Path(base) / mode
     options = {**config.criss_options, **config.variants.get(mode, {})}
     cs = criss.session(spark, home=str(home), **options)
     if not config.warm:
@@ -134,22 +146,29 @@ def run_replay(
     config: ReplayConfig,
     *,
     on_query: Callable[[str, dict[str, Any]], None] | None = None,
+    on_warmup: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run ``config``'s stream on ``spark`` in every requested mode; return the results dict."""
-    data_dir = ensure_tpch(config.sf, config.data_dir, quiet=True)
+    """Run ``config``'s stream on ``spark`` in every requested mode; return the results dict.
+
+    ``on_query(mode, record)`` follows each timed query, ``on_warmup(done, total)`` each
+    untimed warm-up statement; slow phases are named on the ``criss.progress`` logger.
+    """
+    data_dir = _tpch_data(config)
     register_views(spark, data_dir)
     stream = make_stream(
         config.stream, config.queries, config.seed, config.sf, zipf_skew=config.zipf_skew
     )
     if config.warmup:
-        warm_up(spark, stream)
+        warm_up(spark, stream, on_statement=on_warmup)
+    homes = replay_homes(config)
     runners: dict[str, Runner] = {}
     sessions: dict[str, Any] = {}
     for mode in config.modes:
         if mode == "spark":
             runners[mode] = spark.sql
         else:
-            runners[mode], sessions[mode] = _criss_runner(spark, config, mode)
+            progress_log.info("%s: opening Criss home %s", mode, homes[mode])
+            runners[mode], sessions[mode] = _criss_runner(spark, config, mode, homes[mode])
     records: dict[str, list[dict[str, Any]]] = {m: [] for m in runners}
     order = list(runners)
     for item in stream:
@@ -166,16 +185,40 @@ def run_replay(
     if "criss" in sessions:
         result["criss_report"] = result["criss_reports"]["criss"]
     result["variants"] = {m: config.variants.get(m, {}) for m in sessions}
+    result["homes"] = {m: str(home) for m, home in homes.items()}
     for cs in sessions.values():
         cs.close()
     return result
 
 
-def warm_up(spark: SparkSession, stream: list[StreamQuery]) -> float:
+def _tpch_data(config: ReplayConfig) -> Path:
+    """The stream's TPC-H data, generated first if missing (a phase worth naming)."""
+    where = Path(config.data_dir) if config.data_dir else data_dir_for(config.sf)
+    if not is_complete(where, config.sf):
+        progress_log.info(
+            "generating TPC-H SF%g data into %s (once; reused by later runs)", config.sf, where
+        )
+    return ensure_tpch(config.sf, where, quiet=True)
+
+
+def warm_up(
+    spark: SparkSession,
+    stream: list[StreamQuery],
+    *,
+    on_statement: Callable[[int, int], None] | None = None,
+) -> float:
     """Run each distinct statement of ``stream`` once, untimed; return the seconds it took."""
+    statements = list(dict.fromkeys(item.sql for item in stream))
+    progress_log.info(
+        "warm-up: running the %d distinct statements once through plain Spark, untimed "
+        "(JVM and page cache; --no-warmup skips it)",
+        len(statements),
+    )
     started = time.perf_counter()
-    for sql in dict.fromkeys(item.sql for item in stream):
+    for done, sql in enumerate(statements, 1):
         spark.sql(sql).collect()
+        if on_statement:
+            on_statement(done, len(statements))
     return time.perf_counter() - started
 
 

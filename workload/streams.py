@@ -15,9 +15,8 @@ from __future__ import annotations
 import random
 from dataclasses import asdict, dataclass
 
-from criss.workload.tpch import queries as tpch
-
 from criss.errors import WorkloadError
+from criss.workload.tpch import queries as tpch
 
 STREAMS = ("random", "zipf", "random-v", "no-repeat")
 #: First key column of each table, used by the no-repeat stream's per-statement no-op filter.

@@ -55,9 +55,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Context, Decimal
 
-from criss.workload.tpch.data import TABLES
-
 from criss.errors import WorkloadError
+from criss.workload.tpch.data import TABLES
 
 QUERY_IDS = tuple(range(1, 23))
 #: The statements of one query in Random-QS-v: the original and its two variants.
