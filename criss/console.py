@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
+import shutil
+import sys
+from pathlib import Path
 from typing import Any
 
 from rich import box
@@ -208,15 +212,30 @@ def print_next_steps(homes: dict[str, str], results_dir: str | None) -> None:
     console = Console()
     home = homes.get("criss") or next(iter(homes.values()))
     results = f" --results {results_dir}" if results_dir else ""
-    lines = (
+    criss = _command()
+    lines = [
         f"\nCriss kept its cache in {home}. Look inside it with:",
-        f"  criss ls --home {home}",
-        f"  criss stats --home {home}",
-        f"  criss dashboard --home {home}{results}",
-        "(the dashboard needs Flask: pip install 'criss[dashboard]')",
-    )
+        f"  {criss} ls --home {home}",
+        f"  {criss} stats --home {home}",
+        f"  {criss} dashboard --home {home}{results}",
+    ]
+    if importlib.util.find_spec("flask") is None:
+        lines.append("(the dashboard needs Flask: pip install 'criss[dashboard]')")
     for line in lines:  # commands to copy: no markup, never wrapped
         console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _command() -> str:
+    """How to call this ``criss``: its name when it is the one on PATH, else its path (the
+    demo runs ``.venv/bin/criss`` without activating the virtual environment)."""
+    running = Path(sys.argv[0])
+    on_path = shutil.which("criss")
+    if running.name != "criss" or (on_path and Path(on_path).resolve() == running.resolve()):
+        return "criss"
+    try:
+        return str(running.resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return str(running.resolve())
 
 
 def _size(value: float | None) -> str:

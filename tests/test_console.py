@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
+import sys
 
 from rich.console import Console
 
@@ -64,11 +66,26 @@ def test_the_summary_table_has_a_column_per_criss_mode(capsys):
     assert "orig" not in out and "Q3-v30" in out
 
 
-def test_the_run_ends_with_the_commands_that_look_inside_its_home(capsys):
+def test_the_run_ends_with_the_commands_that_look_inside_its_home(capsys, monkeypatch):
     print_next_steps({"criss": "results/demo-home"}, "results")
     out = capsys.readouterr().out
     assert "criss ls --home results/demo-home" in out
     assert "criss dashboard --home results/demo-home --results results" in out
+
+
+def test_next_steps_name_the_criss_that_ran_when_it_is_not_on_path(capsys, monkeypatch, tmp_path):
+    """The demo runs .venv/bin/criss without activating the venv: a bare ``criss`` would
+    not be found, so the commands name that script; without Flask, how to install it."""
+    script = tmp_path / ".venv" / "bin" / "criss"
+    script.parent.mkdir(parents=True)
+    script.touch()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "argv", [str(script), "replay"])
+    monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None)
+    print_next_steps({"criss": "results/demo-home"}, "results")
+    out = capsys.readouterr().out
+    assert ".venv/bin/criss ls --home results/demo-home" in out
     assert "pip install 'criss[dashboard]'" in out
 
 
