@@ -238,7 +238,8 @@ def _command() -> str:
         return str(running.resolve())
 
 
-def _size(value: float | None) -> str:
+def human_bytes(value: float | None) -> str:
+    """``1536`` → ``1.5 KiB``; None → a dash."""
     if value is None:
         return "—"
     size = float(value)
@@ -280,7 +281,7 @@ def print_entries(entries: list[dict[str, Any]]) -> None:
             e["label"],
             strip or "-",
             f"{e['reusable']}/{e['num_partitions']}",
-            _size(e["bytes"]),
+            human_bytes(e["bytes"]),
             str(e["rows"]),
             f"{e['texec']:.2f}s" if e["texec"] is not None else "—",
             str(e["ref"]),
@@ -300,9 +301,9 @@ def print_overview(overview: dict[str, Any]) -> None:
         tiers.add_row(
             t["name"],
             str(t["partitions"]),
-            _size(t["used_bytes"]),
-            _size(t["capacity_bytes"]) if t["capacity_bytes"] else "unknown",
-            f"{_size(t['bandwidth'])}/s" if t["bandwidth"] else "not measured",
+            human_bytes(t["used_bytes"]),
+            human_bytes(t["capacity_bytes"]) if t["capacity_bytes"] else "unknown",
+            f"{human_bytes(t['bandwidth'])}/s" if t["bandwidth"] else "not measured",
         )
     console.print(tiers)
     q, c, t = overview["queries"], overview["queries"]["counters"], overview["time"]

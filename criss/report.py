@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from criss.console import human_bytes
+
 
 class Report(dict):
     """The dict ``CrissSession.report()`` always returned (JSON-ready, same keys), with a
@@ -58,7 +60,11 @@ def _share(count: int, what: str) -> str:
 
 def _tier_line(name: str, tier: dict[str, Any]) -> str:
     used, capacity = tier.get("used_bytes") or 0, tier.get("capacity_bytes")
-    space = f"{_size(used)} of {_size(capacity)}" if capacity else f"{_size(used)} (no quota)"
+    space = (
+        f"{human_bytes(used)} of {human_bytes(capacity)}"
+        if capacity
+        else f"{human_bytes(used)} (no quota)"
+    )
     return (
         f"  {name + ' tier':<18} {space}, {tier.get('partitions', 0)} partitions, "
         f"{tier.get('hits', 0)} hits, {tier.get('misses', 0)} misses"
@@ -72,12 +78,3 @@ def _time_saved(report: dict[str, Any]) -> float | None:
     time = report.get("time") or {}
     value = time.get("texec_saved_seconds") if isinstance(time, dict) else None
     return None if value is None else float(value)
-
-
-def _size(value: float) -> str:
-    size = float(value)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if abs(size) < 1024:
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{size:.1f} TiB"
