@@ -77,4 +77,7 @@ def spark_order(table: Any, order: tuple[SortKey, ...]) -> Any:
             return (1, 0, value)
 
         indices.sort(key=rank, reverse=key.descending)
-    return table.take(indices)
+    import pyarrow as pa
+
+    # typed: an empty Python list becomes a null-typed array, which ``take`` refuses
+    return table.take(pa.array(indices, type=pa.int64()))

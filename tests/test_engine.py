@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pyarrow.parquet as pq
 import pytest
 from rowcompare import assert_same_rows
@@ -161,6 +163,37 @@ def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tm
     assert reader.last_query_summary().get("operators_reused") == 1
     assert "FileScan parquet" in _leaf_scans(df)
     reader.close()
+
+
+def test_an_empty_result_under_order_by_is_served_from_the_cache(tpch, tmp_path):
+    """An empty cached result is put in ORDER BY order on the driver like any other (an
+    untyped empty index array once made pyarrow's take fail: TPC-DS q39b, q65, q84)."""
+    sql = (
+        "select o_orderpriority, o_orderkey, o_totalprice from orders "
+        "where o_totalprice < 0 order by o_totalprice desc, o_orderkey"
+    )
+    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    for occurrence in range(2):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a fallback warns: none may happen
+            df = cs.sql(sql)
+        assert df.collect() == []
+        summary = cs.last_query_summary()
+        assert summary.get("fallback") is None, summary
+        assert summary.get("operators_reused" if occurrence else "operators_cached") == 1
+    assert summary.get("results_ordered_on_driver") == 1
+    cs.close()
+
+
+def test_ordering_an_empty_table_on_the_driver_keeps_its_schema():
+    import pyarrow as pa
+
+    from criss.localio import spark_order
+    from criss.qtree.rewrite import SortKey
+
+    empty = pa.table({"k": pa.array([], pa.float64()), "s": pa.array([], pa.string())})
+    ordered = spark_order(empty, (SortKey(0, True, False), SortKey(1, False, True)))
+    assert ordered.num_rows == 0 and ordered.schema == empty.schema
 
 
 @pytest.mark.parametrize(
