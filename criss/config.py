@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from criss.errors import ConfigError
+from criss.policies.joins import METHODS, RangeJoinModel
 
 _UNITS = {
     "": 1,
@@ -49,7 +50,7 @@ GRANULARITIES = ("partition", "operator")
 REUSE_SCOPES = ("operators", "results")
 #: ``range_join_method``: ``auto`` lets the cost model choose; the others force a method
 #: where it applies (criss.policies.joins.METHODS).
-RANGE_JOIN_METHODS = ("auto", "nested", "bucket", "index")
+RANGE_JOIN_METHODS = ("auto", *METHODS)
 #: Prefix of every SparkConf key Criss reads: ``spark.criss.<option with dots>``.
 CONF_PREFIX = "spark.criss."
 
@@ -127,8 +128,8 @@ class CrissOptions:
     runtime_filters: bool = True
     #: Range joins: the rewrite must save this many seconds and be this many times cheaper
     #: than Spark's nested loop (tests set 0 and 1 to rewrite tiny joins).
-    range_join_min_seconds: float = 0.5
-    range_join_min_ratio: float = 2.0
+    range_join_min_seconds: float = RangeJoinModel.min_seconds
+    range_join_min_ratio: float = RangeJoinModel.min_ratio
     #: ``auto`` (cost model), or force ``nested``, ``bucket`` or ``index`` where possible.
     range_join_method: str = "auto"
     #: The range index collects the interval side to the driver only below these sizes.
