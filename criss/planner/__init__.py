@@ -5,7 +5,10 @@ capture (plan, canonical tree, join rewrites) → match (what the QTree and the 
 functions in ``criss.policies.decisions``) → materialize (write what was chosen) →
 rewrite (the plan with cached reads in place) → the query's record.
 
->>> df, lease = plan_query(session, spark.sql("select ..."), QueryRecord(sql))  # doctest: +SKIP
+>>> record, lease = QueryRecord(sql), Lease(session.cache)              # doctest: +SKIP
+>>> planned = plan_query(session, spark.sql(sql), record, lease)        # doctest: +SKIP
+>>> [(o.op, o.decision.action, o.decision.reason) for o in record.operators]  # doctest: +SKIP
+[('Aggregate', 'cache', 'eager_result'), ('Project', 'skip', 'table_copy_unmeasured'), ...]
 """
 
 from __future__ import annotations
