@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +15,7 @@ from criss.inspect.benefits import bandwidths, entry_benefit, recency, start_tim
 from criss.inspect.home import open_home
 from criss.inspect.queries import logged_queries
 from criss.qtree.tree import NodeRecord
-from criss.storage.catalog import EntryRecord
+from criss.storage.catalog import EntryRecord, PartitionRecord
 
 #: Operator fingerprints (cache entry keys) are lowercase hex.
 HEX_KEY = re.compile(r"^[0-9a-f]{8,64}$")
@@ -58,13 +58,19 @@ def state(cells: list[str]) -> str:
     return tiers.pop() if len(tiers) == 1 else "mixed"
 
 
-def tier_bytes(entry: EntryRecord) -> Counter:
-    """Bytes of the entry's reusable partitions per tier holding them."""
-    out: Counter = Counter()
+def stored_parts(entry: EntryRecord) -> Iterator[PartitionRecord]:
+    """The entry's reusable partitions that sit in a tier (empty ones hold no file)."""
     for index in entry.bitmap:
         part = entry.partitions.get(index)
         if part is not None and part.tier:
-            out[part.tier] += part.bytes
+            yield part
+
+
+def tier_bytes(entry: EntryRecord) -> Counter:
+    """Bytes of the entry's reusable partitions per tier holding them."""
+    out: Counter = Counter()
+    for part in stored_parts(entry):
+        out[part.tier] += part.bytes
     return out
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from criss.history import COUNTERS
 from criss.inspect.benefits import bandwidths, codec_rate, media_bandwidths, quotas
-from criss.inspect.entries import cells
+from criss.inspect.entries import cells, stored_parts
 from criss.inspect.home import open_home
 from criss.inspect.queries import logged_queries
 from criss.storage.catalog import EntryRecord
@@ -70,11 +70,9 @@ def _stored(entries: list[EntryRecord]) -> tuple[Counter, Counter, Counter]:
     states: Counter = Counter()
     for entry in entries:
         states.update(cells(entry))
-        for index in entry.bitmap:
-            part = entry.partitions.get(index)
-            if part is not None and part.tier:
-                used[part.tier] += part.bytes
-                counts[part.tier] += 1
+        for part in stored_parts(entry):
+            used[part.tier] += part.bytes
+            counts[part.tier] += 1
     return used, counts, states
 
 

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from criss.planner.match import Match
+from criss.planner.serve import ServedReuses
 from criss.policies.decisions import (
     CACHE,
     REUSE,
@@ -15,13 +16,13 @@ from criss.policies.decisions import (
     QueryFacts,
     decide_caching,
 )
-from criss.qtree.rewrite import Reuse
-from criss.records import OperatorRecord, OperatorStats, Served
+from criss.records import OperatorRecord, OperatorStats
 
 if TYPE_CHECKING:
     from criss.engine import CrissSession
 
-Path = tuple[int, ...]
+#: Where an operator sits in its query's tree: child indices from the root.
+OperatorPath = tuple[int, ...]
 
 
 def caching_rules(session: CrissSession) -> CachingRules:
@@ -40,8 +41,8 @@ def caching_rules(session: CrissSession) -> CachingRules:
 
 
 def decide_operators(
-    matched: Match, served: dict[Path, tuple[Reuse, Served]], rules: CachingRules
-) -> dict[Path, Decision]:
+    matched: Match, served: ServedReuses, rules: CachingRules
+) -> dict[OperatorPath, Decision]:
     """A decision for every operator outside the served subtrees; served ones reuse."""
     facts = QueryFacts(matched.stats, set(served), matched.table_rows)
     decisions = decide_caching(matched.tree, facts, rules)
@@ -50,15 +51,15 @@ def decide_operators(
     return decisions
 
 
-def chosen_paths(decisions: dict[Path, Decision]) -> list[Path]:
+def chosen_paths(decisions: dict[OperatorPath, Decision]) -> list[OperatorPath]:
     """Paths to cache, deepest first: a lower result is read by the job writing a higher one."""
     return sorted((p for p, d in decisions.items() if d.action == CACHE), key=lambda p: -len(p))
 
 
 def operator_records(
     matched: Match,
-    decisions: dict[Path, Decision],
-    served: dict[Path, tuple[Reuse, Served]],
+    decisions: dict[OperatorPath, Decision],
+    served: ServedReuses,
     rules: CachingRules,
     counters: Counter,
     dry_run: bool,
