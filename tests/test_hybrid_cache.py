@@ -251,7 +251,11 @@ WRITER = textwrap.dedent(
     from criss.workload.tpch.data import register_views
     spark = local_spark("killed-writer", conf={"spark.sql.shuffle.partitions": "4"})
     register_views(spark, sys.argv[2])
-    cs = criss.session(spark, home=sys.argv[1], min_texec=0, codec_rate="20m")
+    # local_read_bytes=0: every result is written by a Spark job, the write this test kills
+    # (a small result written on the driver with pyarrow is committed within ~50 ms)
+    cs = criss.session(
+        spark, home=sys.argv[1], min_texec=0, codec_rate="20m", local_read_bytes=0
+    )
     print("ready", flush=True)
     for i in range(200):
         cs.sql(
