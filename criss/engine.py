@@ -13,16 +13,25 @@ import time
 import warnings
 import weakref
 from collections import Counter
+from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge import REMEMBERED_PLANS, CapturedPlan, CatalystBridge
+from criss.bridge import (
+    REMEMBERED_PLANS,
+    CapturedPlan,
+    CatalystBridge,
+    ExecutionListener,
+    FinishedExecution,
+    execution_id,
+    plan_identity,
+)
 from criss.config import CrissOptions
 from criss.errors import StorageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
 from criss.planner.explain import format_explain
-from criss.planner.learning import Learning
+from criss.planner.learning import ExecutionFacts, Learning, facts_from_execution
 from criss.policies import get_policy
 from criss.qtree import QTree, canonicalize, fingerprint_tree
 from criss.qtree.canonical import RULES, mark_python_udfs
@@ -64,6 +73,55 @@ class CrissSession:
             (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
             for r in RULES
         )
+        #: QueryExecution id of each DataFrame handed out → operators it may measure.
+        self._watched = RecentItems(REMEMBERED_PLANS * 8)
+        #: JVM identities of the logical plans handed out (other actions build on them).
+        self._handed_out = RecentItems(REMEMBERED_PLANS * 8)
+        self._planning = False
+        self.listener = self._listen()
+
+    def _listen(self) -> ExecutionListener | None:
+        """Learn from every action run on this SparkSession (the paper's runtime statistics
+        collection); without a listener, Criss learns only from its own jobs."""
+        listener = ExecutionListener(self.spark, self._executed)
+        try:
+            listener.start()
+        except Exception as exc:  # any failure here only costs statistics
+            log.warning("Criss learns only from its own jobs: no execution listener (%s)", exc)
+            return None
+        return listener
+
+    def _executed(self, finished: FinishedExecution) -> None:
+        """Spark ran an action: read its executed plan in the background.
+
+        An action on a DataFrame Criss handed out measures the operators that lacked
+        statistics when it was planned; another action built on one (``count``, ``show``,
+        a write) every operator it ran. Plain Spark queries and Criss's own jobs while
+        planning are not read.
+        """
+        wanted = self._watched.pop(finished.execution_id)
+        if (wanted is None and self._planning) or wanted == frozenset():
+            return
+        handed_out = frozenset(self._handed_out.keys())
+
+        def read(ratio: float) -> ExecutionFacts | None:
+            if wanted is None and not finished.built_on(self.bridge, handed_out):
+                return None
+            return facts_from_execution(self, finished, ratio, wanted)
+
+        self.learning.harvest_later(read, wanted)
+
+    def _watch(self, planned: DataFrame, record: QueryRecord) -> None:
+        """Remember which operators an action on ``planned`` itself will measure."""
+        if self.listener is None:
+            return
+        wanted = frozenset(
+            o.fingerprint
+            for o in record.operators
+            if o.looked_up and not o.reused and (o.stats is None or o.stats.texec is None)
+        )
+        self._watched.put(execution_id(planned), wanted)
+        self._handed_out.put(plan_identity(planned), True)
 
     # --- public API ----------------------------------------------------------------------------
 
@@ -102,6 +160,7 @@ class CrissSession:
                 "partitions_refused": cache["partitions_refused"],
                 "qtree_operators": len(self.qtree),
                 "harvest_seconds": round(self.learning.harvest_seconds, 3),
+                "executions_read": self.learning.executions_read,
                 "policy": self.policy.name,
                 "media": self.options.media,
                 "granularity": self.options.granularity,
@@ -134,6 +193,8 @@ class CrissSession:
         self.bridge.forget_reads()
 
     def close(self) -> None:
+        if self.listener is not None:
+            self.listener.stop()
         self.learning.close()
         self.history.close()
         self.cache.close()
@@ -152,9 +213,13 @@ class CrissSession:
         """Input bytes per second learned from materializations (behind Texec estimates)."""
         return self.learning.scan_rate
 
-    def settle_harvests(self) -> None:
-        """Store the statistics read off executed plans in the background."""
-        self.counters["statistics_from_execution"] += self.learning.settle()
+    def settle_harvests(self, needed: Collection[str] | None = None, drain: bool = True) -> None:
+        """Store the statistics read off executed plans in the background, waiting for the
+        reads that may hold statistics of ``needed`` fingerprints (None: all). With
+        ``drain``, first let Spark report the actions finished so far."""
+        if drain and self.listener is not None:
+            self.listener.wait_for_reports()
+        self.counters["statistics_from_execution"] += self.learning.settle(needed)
 
     def canonical_tree(self, captured: CapturedPlan) -> PlanNode:
         """``captured``'s plan in canonical form with fingerprints (this session's rules);
@@ -175,19 +240,32 @@ class CrissSession:
             return df
         record = QueryRecord(sql, dry_run=self.options.dry_run)
         started = time.perf_counter()
-        self.settle_harvests()
+        self.settle_harvests(needed=())
         lease = Lease(self.cache)
+        self._planning = True
         try:
             planned = plan_query(self, df, record, lease)
         except Exception as exc:  # any failure of Criss's own machinery: plain Spark runs it
             lease.release()
             return self._fall_back(df, record, exc)
+        finally:
+            self._stop_planning()
         record.planning_seconds = time.perf_counter() - started - record.materialize_seconds
         self._finish(planned, record)
+        if not record.dry_run:
+            self._watch(planned, record)
         if lease:
             # the entries (and uncached leftovers) this DataFrame reads live as long as it does
             weakref.finalize(planned, lease.release)
         return planned
+
+    def _stop_planning(self) -> None:
+        """Let Spark report Criss's own jobs of this planning while they are known as such."""
+        try:
+            if self.listener is not None:
+                self.listener.wait_for_reports()
+        finally:
+            self._planning = False
 
     def _fall_back(self, df: DataFrame, record: QueryRecord, exc: BaseException) -> DataFrame:
         message = f"Criss could not plan this query and runs it uncached: {exc}"

@@ -26,6 +26,16 @@ class RecentItems:
             self._items.move_to_end(key)
             return found[0]
 
+    def keys(self) -> list[Hashable]:
+        with self._lock:
+            return list(self._items)
+
+    def pop(self, key: Hashable) -> Any:
+        """Remove ``key``'s item and return it (None if absent); its release is not called."""
+        with self._lock:
+            found = self._items.pop(key, None)
+        return None if found is None else found[0]
+
     def put(self, key: Hashable, value: Any, release: Callable[[], None] | None = None) -> None:
         evicted = []
         with self._lock:

@@ -7,9 +7,13 @@ the query log (as JSON), ``criss stats`` and the dashboard all read these values
 
 The rules are the paper's (§1.3): per branch of the plan, the operator with the largest
 benefit ``recency × (ref × (Texec − size/bw) − size/bw)``, judged with the disk tier's
-bandwidth (the worst case); operators without statistics are cached to measure them once
-they recur (``min_ref``), or as a first-seen query's result (``eager_results``), if their
-estimated Texec is worth a job of its own (``min_texec``).
+bandwidth (the worst case). Statistics come from executions (every action Spark ran, the
+user's own included) or from writing the result. An operator never measured gets an
+estimated Texec: its stages × the learned seconds per stage (Spark's fixed cost) plus its
+input bytes at the learned input rate; if that reaches ``min_texec`` it is cached to
+measure it once it recurs (``min_ref``), or, as a first-seen query's result
+(``eager_results``), when the benefit model says one repeat would pay for it, with the
+result's size estimated from the learned result bytes per input byte.
 
 >>> from criss.policies.decisions import Decision, describe
 >>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
@@ -35,6 +39,10 @@ from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_s
 from criss.qtree.tree import NodeStats
 
 CACHE, SKIP, REUSE = "cache", "skip", "reuse"
+#: Operators whose physical form ends a stage (an exchange below or above them).
+STAGE_BOUNDARIES = frozenset(
+    {"Join", "Aggregate", "Window", "Sort", "Repartition", "RepartitionByExpression"}
+)
 #: Where a decision's numbers came from.
 MEASURED, ESTIMATE = "measured", "estimate"
 
@@ -43,7 +51,10 @@ REASONS: Mapping[str, str] = {
     # cached
     "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
-    "eager_result": "a first-seen query's result, cached eagerly",
+    "eager_result": (
+        "a first-seen query's result, cached eagerly: one repeat would save {benefit:.3g} "
+        "(estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
+    ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
     "cached_entry": "served from a cached entry",
@@ -67,8 +78,12 @@ REASONS: Mapping[str, str] = {
         "plan), if it keeps few of the table's rows"
     ),
     "below_min_texec": (
-        "estimated Texec {estimated_texec:.3f}s < min_texec {min_texec}s: not worth a "
-        "materialization job"
+        "estimated Texec {estimated_texec:.3f}s ({stages} stages x {stage_seconds:.3f}s + "
+        "{scanned_bytes} input bytes at {scan_rate:.3g} B/s) < min_texec {min_texec}s"
+    ),
+    "eager_no_benefit": (
+        "a first-seen query's result: one repeat would not pay for caching it (estimated "
+        "benefit {benefit:.3g}: Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
     ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
     "outranked_unmeasured": "another operator on its branch ranks higher",
@@ -117,17 +132,22 @@ class CachingRules:
     disk_bandwidth: float
     start_time: float
     scan_rate: float
+    stage_seconds: float = 0.1
+    result_ratio: float = 0.01
     min_ref: int = 2
     min_texec: float = 0.2
     eager_results: bool = True
     results_only: bool = False
 
     def benefit(self, stats: NodeStats) -> float:
+        return self.benefit_of(stats, stats.ref, stats.texec or 0.0, stats.size_bytes or 0)
+
+    def benefit_of(self, stats: NodeStats, ref: int, texec: float, size_bytes: float) -> float:
         recency = max(stats.last_access - self.start_time, 1e-3)
         return self.policy.benefit(
-            ref=stats.ref,
-            texec=stats.texec or 0.0,
-            size_bytes=float(stats.size_bytes or 0),
+            ref=ref,
+            texec=texec,
+            size_bytes=float(size_bytes),
             bandwidth=self.disk_bandwidth,
             recency=recency,
         )
@@ -218,11 +238,14 @@ def _unmeasured_verdict(
     if not is_result and table_copy(node):
         return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
     scanned = node.scanned_bytes_outside(facts.reused)
-    estimate = scanned / rules.scan_rate
+    stages = stages_of(node, facts.reused)
+    estimate = stages * rules.stage_seconds + scanned / rules.scan_rate
     numbers = {
         "ref": stats.ref,
         "min_ref": rules.min_ref,
         "estimated_texec": estimate,
+        "stages": stages,
+        "stage_seconds": rules.stage_seconds,
         "scanned_bytes": scanned,
         "scan_rate": rules.scan_rate,
         "min_texec": rules.min_texec,
@@ -233,9 +256,33 @@ def _unmeasured_verdict(
         score = collect_score(stats.ref, node.height)
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if is_result and rules.eager_results:
-        score = collect_score(stats.ref, node.height)
-        return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+        return _eager_verdict(node, stats, scanned, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
+
+
+def _eager_verdict(
+    node: PlanNode, stats: NodeStats, scanned: int, numbers: dict[str, Any], rules: CachingRules
+) -> _Verdict:
+    """A first-seen result, valued by the benefit model as if it recurred once."""
+    size = scanned * rules.result_ratio
+    benefit = rules.benefit_of(stats, 1, numbers["estimated_texec"], size)
+    numbers = {**numbers, "estimated_size": size, "result_ratio": rules.result_ratio}
+    numbers["benefit"] = benefit
+    if measured_score(benefit) is None:
+        return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
+    score = collect_score(stats.ref, node.height)
+    return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+
+
+def stages_of(node: PlanNode, served: Collection[tuple[int, ...]] = ()) -> int:
+    """Stages a subtree runs in, roughly: one, plus one per operator that shuffles (outside
+    the ``served`` subtrees, which read cached files instead)."""
+    served = tuple(served)
+    return 1 + sum(
+        1
+        for n in node.walk()
+        if n.op in STAGE_BOUNDARIES and not any(n.path[: len(p)] == p for p in served)
+    )
 
 
 def _whole_result(result: PlanNode, facts: QueryFacts) -> set[tuple[int, ...]]:

@@ -26,6 +26,8 @@ from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read
 SCHEMA_VERSION = "1"
 #: ``stats_source`` of statistics read off an executed plan rather than a written result.
 EXECUTED_PLAN = "executed plan"
+#: ``stats_source`` of statistics measured by writing the result (its size is exact).
+MEASURED = "measured"
 
 
 @dataclass(frozen=True)
@@ -243,7 +245,7 @@ class QTree:
         texec: float,
         size_bytes: int,
         rows: int,
-        source: str = "measured",
+        source: str = MEASURED,
     ) -> None:
         """Store measured Texec/size/rows of an operator (the paper's runtime collection)."""
         self._refuse_if_read_only("record statistics")
@@ -254,17 +256,20 @@ class QTree:
                 [texec, size_bytes, rows, source, fingerprint],
             )
 
-    def record_estimates(
-        self, estimates: dict[str, tuple[float, int, int]], *, source: str = EXECUTED_PLAN
-    ) -> None:
-        """Store (Texec, size, rows) per fingerprint where nothing better is known yet: never
-        over statistics measured by writing the result."""
-        self._refuse_if_read_only("record estimates")
+    def record_executions(self, statistics: dict[str, tuple[float, int, int]]) -> None:
+        """Store (Texec, size, rows) per fingerprint read off an execution that computed the
+        operator in full: its Texec and rows are what really ran, so they replace earlier
+        ones; a size measured by writing the result is kept over the row-based estimate."""
+        self._refuse_if_read_only("record executions")
         with self.db.conn:
             self.db.conn.executemany(
-                "update nodes set texec = ?, size_bytes = ?, rows = ?, stats_source = ? "
-                "where fingerprint = ? and (stats_source is null or stats_source = ?)",
-                [(t, size, rows, source, fp, source) for fp, (t, size, rows) in estimates.items()],
+                "update nodes set texec = ?, rows = ?, size_bytes = case when stats_source = ? "
+                "then size_bytes else ? end, stats_source = coalesce(nullif(stats_source, ?), ?) "
+                "where fingerprint = ?",
+                [
+                    (t, rows, MEASURED, size, EXECUTED_PLAN, EXECUTED_PLAN, fp)
+                    for fp, (t, size, rows) in statistics.items()
+                ],
             )
 
     # --- invalidation ------------------------------------------------------------------------

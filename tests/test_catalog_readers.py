@@ -118,7 +118,7 @@ def test_read_only_readers_refuse_every_write(written):
         for write in (
             lambda: qtree.observe(node("Project", root)),
             lambda: qtree.record_stats(root.fingerprint, texec=1.0, size_bytes=1, rows=1),
-            lambda: qtree.record_estimates({root.fingerprint: (1.0, 1, 1)}),
+            lambda: qtree.record_executions({root.fingerprint: (1.0, 1, 1)}),
             lambda: qtree.set_meta("start_time", 0),
             lambda: qtree.invalidate([root.fingerprint]),
             qtree.clear,

@@ -80,7 +80,11 @@ def test_a_first_seen_result_is_cached_eagerly_on_an_estimate():
     assert got[()].action == CACHE and got[()].reason == "eager_result"
     assert got[()].source == ESTIMATE
     assert got[()].numbers["scanned_bytes"] == 240 * MB
-    assert got[()].numbers["estimated_texec"] == pytest.approx(240 * MB / 64e6)
+    # two stages (the join's and the aggregate's exchanges) of fixed cost, and the input
+    assert got[()].numbers["stages"] == 3
+    assert got[()].numbers["estimated_texec"] == pytest.approx(3 * 0.1 + 240 * MB / 64e6)
+    assert got[()].numbers["estimated_size"] == pytest.approx(240 * MB * 0.01)
+    assert got[()].numbers["benefit"] > 0
     assert got[(0,)].reason == "below_min_ref" and got[(0,)].numbers["min_ref"] == 2
     # a filtered copy of one table waits until its rows are measured
     assert got[(0, 0)].reason == "unprojected_scan"
@@ -92,7 +96,30 @@ def test_an_estimate_below_min_texec_is_not_worth_a_job():
     got = _decide({fp: _stats(fp, 5) for fp in ("agg", "join", "filt")}, min_texec=60.0)
     assert {d.reason for p, d in got.items() if p in ((), (0,))} == {"below_min_texec"}
     assert got[()].numbers["min_texec"] == 60.0
-    assert "not worth a materialization job" in describe(got[()])
+    assert "< min_texec 60.0s" in describe(got[()]) and "3 stages" in describe(got[()])
+
+
+def test_spark_fixed_cost_per_stage_makes_a_small_input_worth_caching():
+    """A query over tiny tables still pays Spark's per-stage cost: once the learned cost
+    per stage is high, its result is worth caching although its input reads in no time."""
+    tiny = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
+    orders = PlanNode("Filter", {}, (_relation((0, 0, 0), 3000),), (0, 0), fingerprint="filt")
+    join = PlanNode("Join", {}, (orders, _relation((0, 1), 2000)), (0,), fingerprint="join")
+    small = PlanNode("Aggregate", {}, (join,), (), fingerprint="agg")
+    cheap = decide_caching(small, QueryFacts(tiny, set()), _rules(stage_seconds=0.01))
+    assert cheap[()].reason == "below_min_texec"
+    slow = decide_caching(small, QueryFacts(tiny, set()), _rules(stage_seconds=0.4))
+    assert slow[()].reason == "eager_result" and slow[()].numbers["estimated_texec"] >= 1.2
+
+
+def test_an_eager_result_goes_through_the_benefit_model():
+    """A first-seen result whose estimated size would cost more to write and read back
+    than computing it again is not cached eagerly."""
+    unseen = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
+    got = _decide(unseen, result_ratio=2.0)  # results twice their input: too big to pay
+    assert got[()].action == SKIP and got[()].reason == "eager_no_benefit"
+    assert got[()].numbers["benefit"] <= 0 and got[()].source == ESTIMATE
+    assert "would not pay" in describe(got[()])
 
 
 def test_reused_subtrees_are_not_decided_and_their_bytes_are_not_estimated():
@@ -131,6 +158,11 @@ def test_every_reason_renders_with_its_numbers():
         "table_rows": 10,
         "estimated_texec": 0.05,
         "min_texec": 0.2,
+        "stages": 3,
+        "stage_seconds": 0.1,
+        "scanned_bytes": 1000,
+        "scan_rate": 64e6,
+        "estimated_size": 10.0,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

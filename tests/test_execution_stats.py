@@ -88,18 +88,25 @@ def test_an_executed_join_gets_its_exact_row_count_without_being_written(tpch, t
         cs.close()
 
 
-def test_measured_statistics_are_not_overwritten_by_estimates(tmp_path):
+def test_an_execution_updates_texec_and_rows_but_keeps_a_size_measured_by_a_write(tmp_path):
     from criss.qtree import QTree
 
     qtree = QTree(tmp_path / "catalog.db")
     try:
-        root = _node("Aggregate", (), _node("Relation", (0,)))
-        qtree.observe(root)
-        qtree.record_stats(root.fingerprint, texec=2.0, size_bytes=100, rows=5)
-        qtree.record_estimates({root.fingerprint: (9.0, 900, 90)})
-        stats = qtree.get(root.fingerprint)
-        assert (stats.texec, stats.size_bytes, stats.rows) == (2.0, 100, 5)
+        written = _node("Aggregate", (), _node("Relation", (0,)))
+        unwritten = _node("Filter", (), _node("Relation", (0,))).with_(fingerprint="other")
+        qtree.observe(written)
+        qtree.observe(unwritten)
+        qtree.record_stats(written.fingerprint, texec=2.0, size_bytes=100, rows=5)
+        qtree.record_executions(
+            {written.fingerprint: (1.5, 900, 6), unwritten.fingerprint: (0.5, 700, 70)}
+        )
+        stats = qtree.get(written.fingerprint)
+        assert (stats.texec, stats.size_bytes, stats.rows) == (1.5, 100, 6)
         assert stats.stats_source == "measured"
+        other = qtree.get(unwritten.fingerprint)
+        assert (other.texec, other.size_bytes, other.rows) == (0.5, 700, 70)
+        assert other.stats_source == EXECUTED_PLAN
     finally:
         qtree.close()
 

@@ -9,6 +9,7 @@ has one job:
 - ``capture``: optimized plans as plain-Python trees, file relations' identities
 - ``rewrite``: plans reading cached files, subtree substitution
 - ``execution``: results written partition by partition (``PartitionedResult``)
+- ``listener``: every finished action of the session, reported from Spark's listener
 - ``metrics``: SQL metrics of an executed plan mapped back to logical operators
 - ``joins``: a plan's joins and their inputs for join rewrites
 - ``bloom``: Bloom filter expressions for join rewrites
@@ -37,6 +38,12 @@ from criss.bridge.execution import (
     normalize_physical_plan,
 )
 from criss.bridge.joins import JoinPlan, JoinSide, JoinSite, operator_names
+from criss.bridge.listener import (
+    ExecutionListener,
+    FinishedExecution,
+    execution_id,
+    plan_identity,
+)
 from criss.bridge.metrics import OperatorMetrics
 from criss.bridge.plans import (
     PHASES,
@@ -62,6 +69,8 @@ __all__ = [
     "BloomLiterals",
     "CapturedPlan",
     "CatalystBridge",
+    "ExecutionListener",
+    "FinishedExecution",
     "JoinPlan",
     "JoinSide",
     "JoinSite",
@@ -74,6 +83,7 @@ __all__ = [
     "build_bloom_filter",
     "canonicalized",
     "executed_plan",
+    "execution_id",
     "file_relation_identity",
     "is_jvm_error",
     "jvm_errors",
@@ -81,6 +91,7 @@ __all__ = [
     "operator_names",
     "optimized_plan",
     "plan_json",
+    "plan_identity",
     "plan_overlap",
     "require_supported_spark",
     "subtree_semantic_hashes",

@@ -13,14 +13,11 @@ import json
 import re
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.plans import optimized_plan
 from criss.errors import BridgeError
 from criss.qtree.plan import PlanNode, tree_from_catalyst_json
 from criss.recent import RecentItems
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
-
     from criss.bridge.catalyst import CatalystBridge
 
 #: Canonicalized plans whose plain-Python trees are kept for repeated captures.
@@ -90,10 +87,13 @@ class RememberedTrees:
 class CapturedPlan:
     """An optimized logical plan held in the JVM, plus its plain-Python twin for ``qtree``."""
 
-    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+    def __init__(self, bridge: CatalystBridge, root: Any, refresh_listings: bool = True) -> None:
+        """Capture ``root``, an optimized logical plan (see ``CatalystBridge.capture``);
+        file relations are listed afresh unless ``refresh_listings`` is false."""
         self.bridge = bridge
+        self._refresh = refresh_listings
         try:
-            self.root = optimized_plan(df)
+            self.root = root
             tree, serial, unnamed_binary = bridge.plan_tree(self.root.canonicalized())
             self.tree = self._annotate(tree, unnamed_binary=unnamed_binary)
             #: What ``tree`` is a function of (the remembered plan, its files' identities and
@@ -128,7 +128,7 @@ class CapturedPlan:
         if len(jleaves) != sum(1 for _ in tree.leaves()):
             raise BridgeError("plan JSON and JVM plan disagree on their leaves")
         identities = {
-            leaf.path: file_relation_identity(jleaf)
+            leaf.path: file_relation_identity(jleaf, self._refresh)
             for leaf, jleaf in zip(tree.leaves(), jleaves, strict=True)
             if leaf.op == "LogicalRelation"
         }
@@ -167,13 +167,15 @@ class CapturedPlan:
         return str(self.node_at(path).simpleString(width))
 
 
-def file_relation_identity(jnode: Any) -> dict[str, Any] | None:
-    """Format, options and a fresh (path, size, mtime) listing of a file-based relation."""
+def file_relation_identity(jnode: Any, refresh: bool = True) -> dict[str, Any] | None:
+    """Format, options and a (path, size, mtime) listing of a file-based relation, fresh
+    unless ``refresh`` is false."""
     relation = jnode.relation()
     if relation.getClass().getSimpleName() != "HadoopFsRelation":
         return None
     location = relation.location()
-    location.refresh()  # a temp view keeps a stale listing after files change
+    if refresh:
+        location.refresh()  # a temp view keeps a stale listing after files change
     statuses = location.allFiles()
     files = sorted((p, int(n), int(t)) for p, n, t in _FILE_STATUS.findall(statuses.mkString("\n")))
     if len(files) != statuses.size():  # an unexpected FileStatus format: ask file by file

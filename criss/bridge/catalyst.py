@@ -13,6 +13,7 @@ from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, RememberedTrees
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
+from criss.bridge.plans import optimized_plan
 from criss.bridge.rewrite import ReadPlans, with_replacements
 from criss.bridge.versions import (
     DATASET_CLASS,
@@ -38,6 +39,8 @@ class CatalystBridge:
         #: Cached files up to this many bytes in all are read on the driver and handed to
         #: Spark as a local relation (no read job: ~15 ms against ~130 ms for a small file).
         self.local_read_bytes = local_read_bytes
+        #: Task slots (cores) Spark runs tasks in, for turning task time into wall time.
+        self.parallelism = max(int(spark.sparkContext.defaultParallelism), 1)
         jvm = spark._jvm
         self.jvm = jvm
         self._utils = jvm.org.apache.spark.api.python.PythonUtils
@@ -76,8 +79,17 @@ class CatalystBridge:
         return self._trees.tree(canonical, self._blooms.names)
 
     def capture(self, df: DataFrame) -> CapturedPlan:
+        """``df``'s optimized plan, captured (see CapturedPlan)."""
+        return self.capture_plan(self._optimized(df))
+
+    def capture_plan(self, optimized: Any, refresh_listings: bool = True) -> CapturedPlan:
+        """An optimized logical plan held in the JVM, captured (see CapturedPlan)."""
         self.speed_up_gateway()
-        return CapturedPlan(self, df)
+        return CapturedPlan(self, optimized, refresh_listings)
+
+    @jvm_errors("optimize the query")
+    def _optimized(self, df: DataFrame) -> Any:
+        return optimized_plan(df)
 
     # --- rewrite --------------------------------------------------------------------------------
 

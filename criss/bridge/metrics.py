@@ -115,7 +115,9 @@ class _MetricsWalk:
         inner = None if name.endswith(_PIPELINE_BREAKERS) else enclosing
         kids = p.children()
         child_paths = [self.visit(kids.apply(i), inner) for i in range(kids.size())]
-        path = self._path_of(p) or next((c for c in child_paths if c is not None), None)
+        path = self._path_of(p)  # the root's path () is falsy: compare with None
+        if path is None:
+            path = next((c for c in child_paths if c is not None), None)
         if path is None:
             return None
         entry = self.found.setdefault(path, OperatorMetrics())

@@ -40,6 +40,8 @@ def plan_query(
     view = CacheView(session)
     capture = capture_query(session, df, view, record)
     record.captured = capture.captured
+    # statistics of this query's operators, from actions that ran before it, are in first
+    session.settle_harvests({n.fingerprint for n in capture.tree.walk()}, drain=False)
     matched = match(session, capture.tree, view, record=not record.dry_run)
     rules = caching_rules(session)
     if record.dry_run:

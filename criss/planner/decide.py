@@ -33,6 +33,8 @@ def caching_rules(session: CrissSession) -> CachingRules:
         disk_bandwidth=session.disk_bandwidth,
         start_time=session.qtree.start_time,
         scan_rate=session.learning.scan_rate,
+        stage_seconds=session.learning.stage_seconds,
+        result_ratio=session.learning.result_ratio,
         min_ref=options.min_ref,
         min_texec=options.min_texec,
         eager_results=options.eager_results,

@@ -1,28 +1,61 @@
-"""Rates learned from what ran: the scan rate behind Texec estimates, the Parquet ratio behind
-size estimates, and statistics read off executed plans in the background.
+"""Learned from what ran: statistics of every executed operator (the user's own actions,
+reported by Spark's execution listener, and Criss's jobs), and the rates behind first-sight
+estimates: seconds per stage, input bytes per second, Parquet bytes per row byte and result
+bytes per input byte. Executed plans are read in the background.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from criss.policies.decisions import stages_of
 from criss.qtree.plan import PlanNode
-from criss.qtree.tree import EXECUTED_PLAN, QTree
+from criss.qtree.rewrite import result_node, storable
+from criss.qtree.tree import QTree
+
+if TYPE_CHECKING:
+    from criss.bridge.listener import FinishedExecution
+    from criss.engine import CrissSession
 
 log = logging.getLogger("criss")
 
-#: Input bytes per second assumed before any materialization has been measured.
+#: Input bytes per second of compute assumed before any execution has been measured.
 DEFAULT_SCAN_RATE = 64e6
+#: Seconds Spark spends per stage outside its operators' own work (scheduling, task
+#: launch, shuffle fetch, planning) before any execution has been measured; local mode
+#: measured 0.03-0.15 s.
+DEFAULT_STAGE_SECONDS = 0.1
+#: Result bytes (as Parquet) per input byte assumed before any query result was measured.
+DEFAULT_RESULT_RATIO = 0.01
+#: Limits that stop reading their input early unless a Sort is under them.
+_EARLY_STOPS = ("GlobalLimit", "LocalLimit", "Tail", "Offset")
 #: Bytes of Parquet per byte of Spark's default row width (learned from every write; TPC-H
 #: intermediates measured 0.1-0.3 at SF1).
 DEFAULT_PARQUET_RATIO = 0.25
 PARQUET_RATIO_MIN_BYTES = 1 << 20
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
+#: Weight of a new observation in the learned rates' moving averages.
+_BLEND = 0.3
+
+
+@dataclass
+class ExecutionFacts:
+    """What one execution taught: (Texec, size, rows) per operator fingerprint, and the
+    run's totals behind the learned rates (absent for a run that measured no time)."""
+
+    statistics: dict[str, tuple[float, int, int]] = field(default_factory=dict)
+    seconds: float = 0.0
+    compute_seconds: float = 0.0
+    stages: int = 0
+    scanned_bytes: int = 0
+    result_bytes: int | None = None
 
 
 class Learning:
@@ -30,24 +63,42 @@ class Learning:
 
     def __init__(self, qtree: QTree) -> None:
         self.qtree = qtree
-        self._scan_rate: float | None = None
-        self._parquet_ratio: float | None = None
+        self._rates: dict[str, float] = {}
         self._harvester: ThreadPoolExecutor | None = None
-        self._harvests: list[Future] = []
+        self._harvests: list[tuple[Future, frozenset[str] | None]] = []
+        self._lock = threading.Lock()
         #: Background seconds spent reading statistics off executed plans.
         self.harvest_seconds = 0.0
+        #: Executions (the user's actions and Criss's jobs) read back.
+        self.executions_read = 0
+
+    def _rate(self, name: str, default: float) -> float:
+        if name not in self._rates:
+            self._rates[name] = float(self.qtree.meta(name, default))
+        return self._rates[name]
+
+    def _blend(self, name: str, default: float, observed: float) -> None:
+        self._rates[name] = (1 - _BLEND) * self._rate(name, default) + _BLEND * observed
+        self.qtree.set_meta(name, self._rates[name])
 
     @property
     def scan_rate(self) -> float:
-        if self._scan_rate is None:
-            self._scan_rate = float(self.qtree.meta("scan_rate", DEFAULT_SCAN_RATE))
-        return self._scan_rate
+        """Input bytes per second of the operators' own work."""
+        return self._rate("scan_rate", DEFAULT_SCAN_RATE)
 
     @property
     def parquet_ratio(self) -> float:
-        if self._parquet_ratio is None:
-            self._parquet_ratio = float(self.qtree.meta("parquet_ratio", DEFAULT_PARQUET_RATIO))
-        return self._parquet_ratio
+        return self._rate("parquet_ratio", DEFAULT_PARQUET_RATIO)
+
+    @property
+    def stage_seconds(self) -> float:
+        """Seconds per stage spent outside the operators' own work."""
+        return self._rate("stage_seconds", DEFAULT_STAGE_SECONDS)
+
+    @property
+    def result_ratio(self) -> float:
+        """Bytes of a query's result per byte of input it read."""
+        return self._rate("result_ratio", DEFAULT_RESULT_RATIO)
 
     def learn_scan_rate(
         self, node: PlanNode, texec: float, served: Iterable[tuple[int, ...]] = ()
@@ -57,40 +108,76 @@ class Learning:
         would inflate the rate, and every later estimate would fall below ``min_texec``."""
         scanned = node.scanned_bytes_outside(served)
         if scanned and texec > 0:
-            self._scan_rate = 0.7 * self.scan_rate + 0.3 * (scanned / texec)
-            self.qtree.set_meta("scan_rate", self._scan_rate)
+            self._blend("scan_rate", DEFAULT_SCAN_RATE, scanned / texec)
 
     def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
         """Blend in the Parquet bytes per default-width byte of a measured write (big
         enough that file footers do not dominate)."""
         if rows > 0 and row_width > 0 and size_bytes >= PARQUET_RATIO_MIN_BYTES:
             ratio = min(max(size_bytes / (rows * row_width), 0.02), 4.0)
-            self._parquet_ratio = 0.7 * self.parquet_ratio + 0.3 * ratio
-            self.qtree.set_meta("parquet_ratio", self._parquet_ratio)
+            self._blend("parquet_ratio", DEFAULT_PARQUET_RATIO, ratio)
 
-    def harvest_later(self, read: Callable[[float], dict[str, tuple[float, int, int]]]) -> None:
+    def learn_from_run(self, facts: ExecutionFacts) -> None:
+        """Blend in the per-stage seconds, input rate and result ratio of one execution."""
+        if facts.seconds <= 0 or facts.stages <= 0:
+            return
+        overhead = max(facts.seconds - facts.compute_seconds, 0.0)
+        self._blend("stage_seconds", DEFAULT_STAGE_SECONDS, overhead / facts.stages)
+        if facts.scanned_bytes and facts.compute_seconds > 0:
+            rate = facts.scanned_bytes / facts.compute_seconds
+            self._blend("scan_rate", DEFAULT_SCAN_RATE, rate)
+            if facts.result_bytes is not None:
+                ratio = min(max(facts.result_bytes / facts.scanned_bytes, 1e-6), 4.0)
+                self._blend("result_ratio", DEFAULT_RESULT_RATIO, ratio)
+
+    def harvest_later(
+        self,
+        read: Callable[[float], ExecutionFacts | None],
+        fingerprints: Collection[str] | None = None,
+    ) -> None:
         """Run ``read(parquet_ratio)`` (statistics off an executed plan) in the background;
-        :meth:`settle` stores what it returns before the next query is planned."""
-        if self._harvester is None:
-            self._harvester = ThreadPoolExecutor(1, thread_name_prefix="criss-harvest")
-        ratio = self.parquet_ratio
-        self._harvests.append(self._harvester.submit(_timed, read, ratio))
+        :meth:`settle` stores what it returns. ``fingerprints``: the operators it may give
+        statistics to, when known beforehand. Safe to call from any thread (Spark's
+        listener reports from its own)."""
+        with self._lock:
+            if self._harvester is None:
+                self._harvester = ThreadPoolExecutor(1, thread_name_prefix="criss-harvest")
+            future = self._harvester.submit(_timed, read, self.parquet_ratio)
+            known = None if fingerprints is None else frozenset(fingerprints)
+            self._harvests.append((future, known))
 
-    def settle(self) -> int:
-        """Store the statistics read in the background (waiting for reads still running);
-        how many operators got statistics."""
-        stored = 0
-        while self._harvests:
-            future = self._harvests.pop(0)
-            try:
-                estimates, seconds = future.result()
-            except Exception as exc:  # any failure of a background read only costs statistics
-                log.info("no statistics from an executed plan: %s", exc)
-                continue
-            self.qtree.record_estimates(estimates, source=EXECUTED_PLAN)
-            stored += len(estimates)
-            self.harvest_seconds += seconds
+    def settle(self, needed: Collection[str] | None = None) -> int:
+        """Store the statistics read in the background; how many operators got some.
+
+        Waits for the reads still running that may hold statistics of ``needed``
+        fingerprints (all reads when None); the others are stored if done, else later.
+        """
+        with self._lock:
+            pending, self._harvests = self._harvests, []
+        stored, later = 0, []
+        for future, known in pending:
+            wait = needed is None or (known is not None and not known.isdisjoint(needed))
+            if wait or future.done():
+                stored += self._store(future)
+            else:
+                later.append((future, known))
+        with self._lock:
+            self._harvests[:0] = later
         return stored
+
+    def _store(self, future: Future) -> int:
+        try:
+            facts, seconds = future.result()
+        except Exception as exc:  # any failure of a background read only costs statistics
+            log.info("no statistics from an executed plan: %s", exc)
+            return 0
+        self.harvest_seconds += seconds
+        if facts is None:
+            return 0
+        self.executions_read += 1
+        self.qtree.record_executions(facts.statistics)
+        self.learn_from_run(facts)
+        return len(facts.statistics)
 
     def close(self) -> None:
         self.settle()
@@ -137,3 +224,53 @@ def statistics_from_metrics(
         size = rows * metrics[n.path].row_width * parquet_ratio
         estimates[n.fingerprint] = (wall * inside / total, int(size), rows)
     return estimates
+
+
+def facts_from_execution(
+    session: CrissSession,
+    finished: FinishedExecution,
+    parquet_ratio: float,
+    wanted: Collection[str] | None = None,
+) -> ExecutionFacts | None:
+    """What a finished action taught: statistics of every operator it computed in full
+    (only of ``wanted`` fingerprints, if given), and its totals for the learned rates.
+    None for Criss's own writes of a computed result (a scan of an RDD: nothing the QTree
+    knows)."""
+    captured, metrics = finished.statistics(session.bridge)
+    tree = session.canonical_tree(captured)
+    if any(leaf.op == "LogicalRDD" for leaf in tree.leaves()):
+        return None
+    partial = _read_partially(tree)
+    wanted = {
+        n.fingerprint
+        for n in tree.walk()
+        if storable(n)
+        and (wanted is None or n.fingerprint in wanted)
+        and not any(n.path[: len(p)] == p for p in partial)
+    }
+    statistics = statistics_from_metrics(tree, metrics, wanted, finished.seconds, parquet_ratio)
+    result = result_node(tree)
+    known = statistics.get(result.fingerprint)
+    return ExecutionFacts(
+        statistics,
+        seconds=finished.seconds,
+        compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
+        stages=stages_of(tree),
+        scanned_bytes=tree.scanned_bytes,
+        result_bytes=None if known is None or partial else known[1],
+    )
+
+
+def _read_partially(tree: PlanNode) -> list[tuple[int, ...]]:
+    """Paths of subtrees an early-stopping limit may have read only in part (``show()``,
+    ``first()``): their rows and time are not the operator's. A limit over a sort reads
+    everything (the top rows are only known at the end)."""
+    partial = []
+    for node in tree.walk():
+        if node.op in _EARLY_STOPS and node.children:
+            child = node.children[0]
+            while child.op == "Project" and child.children:
+                child = child.children[0]
+            if child.op != "Sort":
+                partial.append(node.children[0].path)
+    return partial

@@ -10,7 +10,7 @@ import time
 
 from criss.bridge import PartitionedResult
 from criss.errors import StorageError
-from criss.planner.learning import statistics_from_metrics
+from criss.planner.learning import ExecutionFacts, statistics_from_metrics
 from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import storable
@@ -90,9 +90,11 @@ def _learn_from_execution(
         return
     session = work.session
 
-    def read(parquet_ratio: float) -> dict[str, tuple[float, int, int]]:
+    def read(parquet_ratio: float) -> ExecutionFacts:
         metrics = result.operator_metrics()
         executed = session.canonical_tree(session.bridge.capture(result.df))
-        return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
+        return ExecutionFacts(
+            statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
+        )
 
     session.learning.harvest_later(read)
