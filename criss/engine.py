@@ -120,8 +120,11 @@ class CrissSession:
             for o in record.operators
             if o.looked_up and not o.reused and (o.stats is None or o.stats.texec is None)
         )
-        self._watched.put(execution_id(planned), wanted)
-        self._handed_out.put(plan_identity(planned), True)
+        try:
+            self._watched.put(execution_id(planned), wanted)
+            self._handed_out.put(plan_identity(planned), True)
+        except Exception as exc:  # the query is planned: failing here only costs statistics
+            log.info("this query's actions will not be measured: %s", exc)
 
     # --- public API ----------------------------------------------------------------------------
 
