@@ -80,6 +80,9 @@ class CrissOptions:
     policy: str = "criss"
     #: Cache a query's final result the first time it is seen (before any statistics).
     eager_results: bool = True
+    #: Cache what is chosen as the user's own action runs (a write-through step in the plan
+    #: handed out), instead of a materialization job inside ``cs.sql()``.
+    write_through: bool = True
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
     #: Operators estimated to take less (from their input bytes) are not worth a separate
@@ -170,6 +173,7 @@ class CrissOptions:
             out["home"] = Path(out["home"]).expanduser()
         for name in (
             "eager_results",
+            "write_through",
             "enabled",
             "dry_run",
             "range_join",

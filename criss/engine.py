@@ -32,6 +32,7 @@ from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
 from criss.planner.explain import format_explain
 from criss.planner.learning import ExecutionFacts, Learning, facts_from_execution
+from criss.planner.writethrough import PendingWrite, commit_written  # noqa: TC001
 from criss.policies import get_policy
 from criss.qtree import QTree, canonicalize, fingerprint_tree
 from criss.qtree.canonical import RULES, mark_python_udfs
@@ -39,6 +40,7 @@ from criss.qtree.plan import PlanNode
 from criss.recent import RecentItems
 from criss.report import Report
 from criss.space import open_cache
+from criss.storage.cache import remove_staging
 from criss.storage.tiers import make_private_dir
 
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ class CrissSession:
         #: JVM identities of the logical plans handed out (other actions build on them).
         self._handed_out = RecentItems(REMEMBERED_PLANS * 8)
         self._planning = False
+        #: Write-through steps handed out, by token, until what they wrote is committed.
+        self._writes: dict[str, PendingWrite] = {}
         self.listener = self._listen()
 
     def _listen(self) -> ExecutionListener | None:
@@ -100,7 +104,18 @@ class CrissSession:
         planning are not read.
         """
         wanted = self._watched.pop(finished.execution_id)
-        if (wanted is None and self._planning) or wanted == frozenset():
+        if wanted is None and self._planning:
+            return
+        writing = frozenset(w.key for w in list(self._writes.values()))
+        if writing:
+            # first, and apart: the next query waits for what its action wrote, not for
+            # the slower read of every operator's metrics
+            def read_written(ratio: float) -> ExecutionFacts | None:
+                steps = self.bridge.written_steps(finished.query_execution)
+                return ExecutionFacts(seconds=finished.seconds, written=steps) if steps else None
+
+            self.learning.harvest_later(read_written, writing)
+        if wanted == frozenset():
             return
         handed_out = frozenset(self._handed_out.keys())
 
@@ -163,6 +178,7 @@ class CrissSession:
                 "partitions_refused": cache["partitions_refused"],
                 "qtree_operators": len(self.qtree),
                 "harvest_seconds": round(self.learning.harvest_seconds, 3),
+                "write_seconds": round(self.learning.write_seconds, 3),
                 "executions_read": self.learning.executions_read,
                 "policy": self.policy.name,
                 "media": self.options.media,
@@ -171,16 +187,26 @@ class CrissSession:
             }
         )
 
-    def last_query_summary(self) -> dict[str, Any]:
-        record = self._last
-        if record is None:
-            return {}
-        return {
-            **dict(record.counters),
-            "planning_seconds": round(record.planning_seconds, 4),
-            "materialize_seconds": round(record.materialize_seconds, 4),
-            "fallback": record.fallback,
-        }
+    @property
+    def last_record(self) -> QueryRecord | None:
+        """The record of the last query planned (its counters grow as its action's
+        write-through commits)."""
+        return self._last
+
+    def last_query_summary(self, settle: bool = True) -> dict[str, Any]:
+        """The last query's counters and times. With ``settle``, what its action (if it ran)
+        wrote through is committed and counted first."""
+        if settle:
+            self.settle_harvests()
+        return {} if self._last is None else self._last.summary()
+
+    def written_through(self, record: QueryRecord, stored: dict[str, int]) -> None:
+        """Count what a query's action cached through its write-through steps, in the
+        session's counters, the query's record and its line in the query log."""
+        self.counters.update(stored)
+        record.counters.update(stored)
+        if record.log_id is not None:
+            self.history.update_counters(record.log_id, dict(record.counters))
 
     def clear(self, tier: str | None = None) -> None:
         """Drop every cached result and the QTree, or only what ``tier`` holds.
@@ -196,8 +222,15 @@ class CrissSession:
         self.bridge.forget_reads()
 
     def close(self) -> None:
+        try:
+            self.settle_harvests()  # commit what the last actions wrote through
+        except Exception as exc:
+            log.warning("statistics or results of the last actions were not kept: %s", exc)
         if self.listener is not None:
             self.listener.stop()
+        for pending in self._writes.values():
+            remove_staging(pending.staged)
+        self._writes.clear()
         self.learning.close()
         self.history.close()
         self.cache.close()
@@ -223,6 +256,19 @@ class CrissSession:
         if drain and self.listener is not None:
             self.listener.wait_for_reports()
         self.counters["statistics_from_execution"] += self.learning.settle(needed)
+        for facts in self.learning.take_written():
+            for step in facts.written:
+                pending = self._writes.get(step.token)
+                if pending is not None and not pending.dropped:
+                    known = self.qtree.get(pending.key)
+                    commit_written(
+                        self, pending, step, known.texec if known else None, facts.seconds
+                    )
+        if self._writes and self.learning.idle():
+            for token, pending in list(self._writes.items()):
+                if pending.released:  # no action can write more: what is left is waste
+                    remove_staging(pending.staged)
+                    del self._writes[token]
 
     def canonical_tree(self, captured: CapturedPlan) -> PlanNode:
         """``captured``'s plan in canonical form with fingerprints (this session's rules);
@@ -243,10 +289,11 @@ class CrissSession:
             return df
         record = QueryRecord(sql, dry_run=self.options.dry_run)
         started = time.perf_counter()
-        self.settle_harvests(needed=())
         lease = Lease(self.cache)
         self._planning = True
         try:
+            # what earlier actions wrote through is committed before this query looks
+            self.settle_harvests(needed=frozenset(w.key for w in self._writes.values()))
             planned = plan_query(self, df, record, lease)
         except Exception as exc:  # any failure of Criss's own machinery: plain Spark runs it
             lease.release()
@@ -254,6 +301,8 @@ class CrissSession:
         finally:
             self._stop_planning()
         record.planning_seconds = time.perf_counter() - started - record.materialize_seconds
+        for write in lease.writes:
+            self._writes[write.token] = write
         self._finish(planned, record)
         if not record.dry_run:
             self._watch(planned, record)
@@ -267,6 +316,8 @@ class CrissSession:
         try:
             if self.listener is not None:
                 self.listener.wait_for_reports()
+        except Exception as exc:  # the query is planned: failing here only costs statistics
+            log.info("Spark's listener bus did not drain: %s", exc)
         finally:
             self._planning = False
 
@@ -289,7 +340,7 @@ class CrissSession:
         except TypeError:
             pass
         if not record.dry_run:
-            self.history.record(
+            record.log_id = self.history.record(
                 sql=record.sql,
                 planning_seconds=record.planning_seconds,
                 materialize_seconds=record.materialize_seconds,

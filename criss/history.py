@@ -39,6 +39,8 @@ COUNTERS = (
     "statistics_from_execution",
     "results_ordered_on_driver",
     "entries_written_on_driver",
+    "operators_written_through",
+    "partitions_written_through",
 )
 
 
@@ -101,9 +103,9 @@ class QueryHistory:
         fallback: str | None,
         explain: str,
         decisions: str | None = None,
-    ) -> None:
+    ) -> int | None:
         """Log one query: its counters, its explain text (for people) and its decisions as
-        JSON (``criss.records``: what the CLI and the dashboard read)."""
+        JSON (``criss.records``: what the CLI and the dashboard read); its id in the log."""
         refuse_if_read_only(self.writable, what="query log", path=self.path, action="log a query")
         try:
             with self.db.conn:
@@ -124,8 +126,20 @@ class QueryHistory:
                 )
                 if cursor.lastrowid and cursor.lastrowid % 100 == 0:
                     self.db.execute("delete from queries where id <= ?", [cursor.lastrowid - KEEP])
+            return cursor.lastrowid
         except sqlite3.Error as exc:
             log.warning("could not record the query in the log: %s", exc)
+            return None
+
+    def update_counters(self, query_id: int, counters: dict[str, int]) -> None:
+        """Replace a logged query's counters (what its action cached after it was planned)."""
+        try:
+            with self.db.conn:
+                self.db.execute(
+                    "update queries set counters = ? where id = ?", [json.dumps(counters), query_id]
+                )
+        except sqlite3.Error as exc:
+            log.warning("could not update the query log: %s", exc)
 
     def recent(self, limit: int | None = 50) -> list[dict[str, Any]]:
         """Logged queries, newest first (every one when ``limit`` is None), each row as

@@ -123,6 +123,11 @@ class QueryRecord:
     captured: Any = None
     #: What each join optimization decided for each join (criss.joins.JoinChoice).
     joins: list[Any] = field(default_factory=list)
+    #: Why what was chosen for caching was written by a job of Criss's own instead of by the
+    #: tasks of the user's action (None: nothing chosen, or written through).
+    job_reason: str | None = None
+    #: The query's id in the query log, whose counters grow as its action's writes commit.
+    log_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The record as stored in the query log (the JVM plan left out)."""
@@ -130,8 +135,18 @@ class QueryRecord:
             "version": RECORD_VERSION,
             "dry_run": self.dry_run,
             "fallback": self.fallback,
+            "job_reason": self.job_reason,
             "operators": [o.to_json() for o in self.operators],
             "joins": [_join_json(choice) for choice in self.joins],
+        }
+
+    def summary(self) -> dict[str, Any]:
+        """The query's counters with its planning and materialization seconds."""
+        return {
+            **dict(self.counters),
+            "planning_seconds": round(self.planning_seconds, 4),
+            "materialize_seconds": round(self.materialize_seconds, 4),
+            "fallback": self.fallback,
         }
 
     def dumps(self) -> str:

@@ -252,7 +252,11 @@ class PartitionCache:
 
     def store(self, entry: EntryRecord, staged: Path, indices: list[int]) -> StoreResult:
         """Place Spark's output in ``staged`` (task k computed partition ``indices[k]``)."""
-        files = staged_files(staged, indices)
+        return self.store_files(entry, staged_files(staged, indices))
+
+    def store_files(self, entry: EntryRecord, files: dict[int, Path | None]) -> StoreResult:
+        """Place partition files (index → file, None: no rows) in the tiers, unit by unit;
+        what no tier had room for is returned as leftovers."""
         result = StoreResult()
         units = self._units_of_new(entry, files)
         usage = dict(self.usage({entry.key}))

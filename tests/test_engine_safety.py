@@ -170,15 +170,23 @@ def test_any_failure_while_planning_falls_back(tpch, cs, monkeypatch, error):
     assert cs.report()["entries"] == []  # nothing half-cached and left pinned
 
 
-def test_unwritable_tier_falls_back(tpch, cs):
-    disk = cs.cache.tiers["disk"].root
-    shutil.rmtree(disk)
-    disk.write_text("not a directory")  # root ignores permissions; a file in the way does not
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        rows, summary = _run(cs, AGG)
-    assert summary["fallback"]
-    assert_same_rows(rows, tpch.sql(AGG).collect())
+def test_an_unwritable_tier_never_fails_the_query(tpch, tmp_path):
+    for write_through in (True, False):
+        cs = criss.session(
+            tpch, home=str(tmp_path / f"h{write_through}"), write_through=write_through
+        )
+        disk = cs.cache.tiers["disk"].root
+        shutil.rmtree(disk)
+        disk.write_text("not a directory")  # root ignores permissions; a file in the way does not
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            rows, summary = _run(cs, AGG)
+        assert_same_rows(rows, tpch.sql(AGG).collect())
+        assert summary.get("operators_cached", 0) == 0
+        # the action's tasks could not write: nothing is cached; a job of Criss's own fails
+        # inside cs.sql(), and the query falls back to plain Spark
+        assert bool(summary["fallback"]) is not write_through
+        cs.close()
 
 
 def _partition_files(cs):
@@ -276,17 +284,21 @@ def test_the_qtree_and_its_statistics_survive_a_restart(tpch, tmp_path):
     again.close()
 
 
-def test_cheap_operators_are_not_worth_a_materialization_job(tpch, tmp_path):
+def test_cheap_unmeasured_operators_are_not_cached_on_a_guess(tpch, tmp_path):
     cs = criss.session(tpch, home=str(tmp_path / "h"), min_texec=5.0)
     for _ in range(3):
-        df = cs.sql(AGG)
-        df.collect()
+        df = cs.sql(AGG)  # planned but never run: nothing measured it
         assert cs.last_query_summary().get("operators_cached", 0) == 0
     result = next(o for o in cs.record(df).operators if o.op == "Aggregate")
     assert result.decision.reason == "below_min_texec"
     assert result.decision.numbers["min_texec"] == 5.0
     assert result.decision.numbers["estimated_texec"] < 5.0
-    assert "not worth a materialization job" in cs.explain(df)
+    assert "stages x" in cs.explain(df) and "< min_texec 5.0s" in cs.explain(df)
+    df.collect()  # now Spark measured it: the benefit model judges, not the guess
+    again = cs.sql(AGG)
+    result = next(o for o in cs.record(again).operators if o.op == "Aggregate")
+    assert result.stats.source == "executed plan"
+    assert result.decision.reason != "below_min_texec"
     cs.close()
 
 
@@ -336,7 +348,8 @@ def test_rows_keep_the_final_order_by_when_served_from_the_cache(tpch, tmp_path,
         assert [tuple(r) for r in df.collect()] == expected
         summary = cs.last_query_summary()
         assert summary.get("operators_reused" if occurrence else "operators_cached", 0) == 1
-        assert summary.get("results_ordered_on_driver", 0) == (1 if local_read_bytes else 0)
+        on_driver = 1 if local_read_bytes and occurrence else 0  # the first writes through
+        assert summary.get("results_ordered_on_driver", 0) == on_driver
     operators = [x for x in cs.explain(df).splitlines()[1:] if not x.startswith("  result:")]
     top = operators[0]
     assert top.lstrip().startswith("Project") and "in the order of the query" in top

@@ -36,6 +36,7 @@ from criss.bridge.execution import (
     MATERIALIZE_CONF,
     PartitionedResult,
     normalize_physical_plan,
+    positional_schema,
 )
 from criss.bridge.joins import JoinPlan, JoinSide, JoinSite, operator_names
 from criss.bridge.listener import (
@@ -58,6 +59,7 @@ from criss.bridge.plans import (
 )
 from criss.bridge.rewrite import LOCAL_PLANS_BYTES
 from criss.bridge.versions import OLDEST_SPARK, require_supported_spark
+from criss.bridge.writethrough import WrittenStep, write_through_blocker
 
 __all__ = [
     "LAYOUT_CONF",
@@ -77,6 +79,7 @@ __all__ = [
     "OperatorMetrics",
     "PartitionedResult",
     "RememberedTrees",
+    "WrittenStep",
     "analyzed_plan",
     "bloom_limits",
     "bloom_might_contain",
@@ -93,7 +96,9 @@ __all__ = [
     "plan_json",
     "plan_identity",
     "plan_overlap",
+    "positional_schema",
     "require_supported_spark",
     "subtree_semantic_hashes",
     "tree_string",
+    "write_through_blocker",
 ]

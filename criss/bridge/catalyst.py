@@ -22,6 +22,7 @@ from criss.bridge.versions import (
     jvm_class,
     require_supported_spark,
 )
+from criss.bridge.writethrough import WrittenStep, write_through_plan, written_steps
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -164,6 +165,17 @@ class CatalystBridge:
     def partitioned(self, plan: Any) -> PartitionedResult:
         """Prepare ``plan``'s result for a partition-by-partition write (see PartitionedResult)."""
         return PartitionedResult(self, self.dataframe_of(plan))
+
+    @jvm_errors("put a write-through step in the plan")
+    def write_through(self, plan: Any, staged: str, token: str) -> Any:
+        """``plan`` under a step whose tasks write its partitions into ``staged`` as they
+        pass them on (see criss.bridge.writethrough)."""
+        return write_through_plan(self, plan, staged, token)
+
+    @jvm_errors("find what an action's write-through steps wrote")
+    def written_steps(self, query_execution: Any) -> list[WrittenStep]:
+        """The write-through steps an action ran, with their partitions' count and layout."""
+        return written_steps(self, query_execution)
 
     @jvm_errors("inspect the plan's joins")
     def join_plan(self, df: DataFrame, root: Any = None) -> JoinPlan:

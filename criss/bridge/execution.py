@@ -99,7 +99,7 @@ class PartitionedResult:
         self.df = df
         self.num_partitions = int(self.rdd.getNumPartitions())
         self.layout = _layout(prepared)
-        self.schema_json = _positional_schema(df)
+        self.schema_json = positional_schema(df)
 
     def write(self, staged: str | os.PathLike, indices: list[int] | None = None) -> bool:
         """Write partitions ``indices`` (default all) into ``staged`` as Spark names its part
@@ -189,28 +189,42 @@ def _prepare(spark: SparkSession, df: DataFrame) -> _Prepared:
         if physical.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
             physical = physical.executedPlan()  # the final plan, now that it has run
         row_width = int(df._jdf.schema().defaultSize())
-        plan_text = str(physical.toString())
+        final = physical
+        if final.getClass().getSimpleName() == "ResultQueryStageExec":
+            final = final.plan()  # as under a write-through step (see criss.bridge.writethrough)
+        plan_text = str(final.toString())
         # e.g. ShuffledRowRDDPartition(0,CoalescedPartitionSpec(0,8,Some(161408)))
         specs = [str(p.toString()) for p in rdd.partitions()]
-        settings = [spark.conf.get(k, None) for k in LAYOUT_CONF]
-        settings.append(str(spark.sparkContext.defaultParallelism))
-    return _Prepared(qe, rdd, physical, row_width, plan_text, specs, settings)
+    return _Prepared(qe, rdd, physical, row_width, plan_text, specs, layout_settings(spark))
 
 
-def _layout(prepared: _Prepared) -> str:
-    """Fingerprint of what places rows into partitions (see ``PartitionedResult``)."""
+def layout_settings(spark: SparkSession) -> list[str | None]:
+    """The session's settings that place rows into partitions (see ``LAYOUT_CONF``)."""
+    settings = [spark.conf.get(k, None) for k in LAYOUT_CONF]
+    settings.append(str(spark.sparkContext.defaultParallelism))
+    return settings
+
+
+def layout_fingerprint(plan_text: str, specs: list[str], settings: list[str | None]) -> str:
+    """Fingerprint of what places rows into partitions: the final physical plan, each
+    partition's description (its shuffle read spec, its files) and the settings."""
     return hashlib.sha256(
         json.dumps(
             [
-                normalize_physical_plan(prepared.plan_text),
-                normalize_physical_plan("|".join(prepared.specs)),
-                prepared.settings,
+                normalize_physical_plan(plan_text),
+                normalize_physical_plan("|".join(specs)),
+                settings,
             ]
         ).encode()
     ).hexdigest()[:32]
 
 
-def _positional_schema(df: DataFrame) -> str:
+def _layout(prepared: _Prepared) -> str:
+    """Fingerprint of what places rows into partitions (see ``PartitionedResult``)."""
+    return layout_fingerprint(prepared.plan_text, prepared.specs, prepared.settings)
+
+
+def positional_schema(df: DataFrame) -> str:
     """``df``'s schema as JSON with its columns renamed ``c0..cN`` (all nullable)."""
     return json.dumps(
         {

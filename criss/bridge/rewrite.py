@@ -76,12 +76,12 @@ class ReadPlans:
         spark = self.bridge.spark
         schema = StructType.fromJson(json.loads(schema_json))
         local_bytes = self._driver_bytes(files, schema)
-        if order:
-            table = read_arrow(files) if files and local_bytes is not None else None
+        if order and files:
+            table = read_arrow(files) if local_bytes is not None else None
             if table is None or table.num_rows > LOCAL_SORT_ROWS:
                 return None
             reader = spark.createDataFrame(spark_order(table, order), schema)
-        elif not files:
+        elif not files:  # no rows (every partition empty): in any order
             reader = spark.createDataFrame([], schema)
         elif local_bytes is not None:
             reader = spark.createDataFrame(read_arrow(files), schema)

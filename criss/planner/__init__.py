@@ -2,8 +2,9 @@
 
 capture (plan, canonical tree, join rewrites) → match (what the QTree and the cache hold)
 → serve (read matched entries, recompute their missing partitions) → decide (pure
-functions in ``criss.policies.decisions``) → materialize (write what was chosen) →
-rewrite (the plan with cached reads in place) → the query's record.
+functions in ``criss.policies.decisions``) → write-through (the user's action will write
+what was chosen) or materialize (a job writes it now) → rewrite (the plan with cached
+reads in place) → the query's record.
 
 >>> record, lease = QueryRecord(sql), Lease(session.cache)              # doctest: +SKIP
 >>> planned = plan_query(session, spark.sql(sql), record, lease)        # doctest: +SKIP
@@ -21,6 +22,7 @@ from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import serve, would_serve
 from criss.planner.workspace import Lease, Workspace
+from criss.planner.writethrough import write_through
 from criss.records import QueryRecord
 
 if TYPE_CHECKING:
@@ -55,8 +57,13 @@ def plan_query(
     served = serve(work, view)
     decisions = decide_operators(matched, served, rules)
     nodes = {node.path: node for node in matched.tree.walk()}
-    for path in chosen_paths(decisions):
-        materialize(work, nodes[path])
+    chosen = [nodes[path] for path in chosen_paths(decisions)]
+    if chosen:
+        # the user's action writes them; else a job of Criss's own, and the record says why
+        record.job_reason = write_through(work, chosen)
+        if record.job_reason is not None:
+            for node in chosen:
+                materialize(work, node)
     record.operators = operator_records(matched, decisions, served, rules, record.counters, False)
     if not work.replacements:
         return capture.df

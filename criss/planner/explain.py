@@ -19,6 +19,14 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
             f"  {record.counters['entries_written_on_driver']} cached result(s) small enough to "
             "be collected and written on the driver (no Spark write job)"
         )
+    if record.counters.get("operators_written_through"):
+        lines.append(
+            f"  {record.counters['operators_written_through']} result(s) to cache are written "
+            "by the tasks of this DataFrame's own action (write-through), each partition as it "
+            "finishes, and cached when Spark reports the action"
+        )
+    elif record.job_reason:
+        lines.append(f"  written by a materialization job, not by the action: {record.job_reason}")
     for choice in record.joins:
         lines.append(f"  join: {choice.describe()}")
     for operator in record.operators:
@@ -53,7 +61,10 @@ def _state(record: QueryRecord, d: OperatorRecord) -> str:
         return ("WOULD REUSE entry " if record.dry_run else "REUSED entry ") + d.reused[:12] + via
     if d.cached:
         verb = "WOULD CACHE as " if record.dry_run else "CACHED as "
-        return f"{verb}{d.cached[:12]}: {describe(d.decision)}"
+        how = ""
+        if record.counters.get("operators_written_through") and not record.dry_run:
+            how = " by its action (write-through)"
+        return f"{verb}{d.cached[:12]}{how}: {describe(d.decision)}"
     if not d.looked_up:
         return f"never matched; not cached: {describe(d.decision)}"
     return ("matched" if d.matched else "new") + f"; not cached: {describe(d.decision)}"

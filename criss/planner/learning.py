@@ -56,6 +56,8 @@ class ExecutionFacts:
     stages: int = 0
     scanned_bytes: int = 0
     result_bytes: int | None = None
+    #: The action's write-through steps (criss.bridge.WrittenStep): what they wrote.
+    written: list[Any] = field(default_factory=list)
 
 
 class Learning:
@@ -71,6 +73,9 @@ class Learning:
         self.harvest_seconds = 0.0
         #: Executions (the user's actions and Criss's jobs) read back.
         self.executions_read = 0
+        #: Seconds the user's tasks spent writing results through (apart from Texec).
+        self.write_seconds = 0.0
+        self._written: list[ExecutionFacts] = []
 
     def _rate(self, name: str, default: float) -> float:
         if name not in self._rates:
@@ -174,10 +179,22 @@ class Learning:
         self.harvest_seconds += seconds
         if facts is None:
             return 0
-        self.executions_read += 1
+        self.executions_read += bool(facts.statistics) or not facts.written
         self.qtree.record_executions(facts.statistics)
         self.learn_from_run(facts)
+        if facts.written:
+            self._written.append(facts)
         return len(facts.statistics)
+
+    def take_written(self) -> list[ExecutionFacts]:
+        """The settled executions whose write-through steps wrote partitions (once each)."""
+        written, self._written = self._written, []
+        return written
+
+    def idle(self) -> bool:
+        """Whether no read of an executed plan is waiting to be settled."""
+        with self._lock:
+            return not self._harvests
 
     def close(self) -> None:
         self.settle()
@@ -269,8 +286,8 @@ def _read_partially(tree: PlanNode) -> list[tuple[int, ...]]:
     for node in tree.walk():
         if node.op in _EARLY_STOPS and node.children:
             child = node.children[0]
-            while child.op == "Project" and child.children:
-                child = child.children[0]
+            while child.op in ("Project", *_EARLY_STOPS) and child.children:
+                child = child.children[0]  # ORDER BY ... LIMIT: GlobalLimit(LocalLimit(Sort))
             if child.op != "Sort":
                 partial.append(node.children[0].path)
     return partial

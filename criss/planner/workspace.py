@@ -25,15 +25,20 @@ class Lease:
         self.cache = cache
         self.pinned: list[str] = []
         self.leftover_dirs: list[str] = []
+        #: Write-through steps in the plan (criss.planner.writethrough.PendingWrite): their
+        #: files outlive the DataFrame until the session commits what its actions wrote.
+        self.writes: list[Any] = []
 
     def pin(self, key: str) -> None:
         self.cache.pin([key])
         self.pinned.append(key)
 
     def __bool__(self) -> bool:
-        return bool(self.pinned or self.leftover_dirs)
+        return bool(self.pinned or self.leftover_dirs or self.writes)
 
     def release(self) -> None:
+        for write in self.writes:
+            write.released = True
         keys, self.pinned = self.pinned, []
         self.cache.unpin(keys)
         dirs, self.leftover_dirs = self.leftover_dirs, []

@@ -1,0 +1,141 @@
+"""Write-through: what Criss chooses to cache is written by the tasks of the user's own
+action, with no job of Criss's own; a ``show()`` leaves the partitions it finished, and
+the next query completes the rest."""
+
+from __future__ import annotations
+
+import gc
+
+from rowcompare import assert_same_rows
+
+import criss
+from criss.qtree.rewrite import result_node
+
+GROUPED = """
+    select o_orderpriority, count(*) as n, sum(o_totalprice) as total
+    from orders where o_orderdate >= date'1995-01-01'
+    group by o_orderpriority
+"""
+#: Hundreds of rows in each shuffle partition: ``show()`` needs only the first one.
+PER_CUSTOMER = """
+    select o_custkey, count(*) as n, sum(o_totalprice) as total
+    from orders group by o_custkey
+"""
+
+
+def _jobs_in(spark, group: str, action) -> int:
+    """How many Spark jobs ``action`` ran (counted with the status tracker)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def _result_key(cs, spark, sql) -> str:
+    return result_node(cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))).fingerprint
+
+
+def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, GROUPED)
+        got = {}
+        assert _jobs_in(tpch, "wt-plan", lambda: got.update(df=cs.sql(GROUPED))) == 0
+        assert "by its action (write-through)" in cs.explain(got["df"])
+        assert cs.cache.lookup(key) is None  # nothing is written before the action runs
+
+        plain_jobs = _jobs_in(
+            tpch, "wt-plain", lambda: got.update(plain=tpch.sql(GROUPED).collect())
+        )
+        jobs = _jobs_in(tpch, "wt-action", lambda: got.update(rows=got["df"].collect()))
+        assert jobs == plain_jobs  # the user's action, and nothing besides
+        assert_same_rows(got["rows"], got["plain"])
+
+        report = cs.report()  # Spark reported the action: its partitions are committed
+        entry = cs.cache.lookup(key)
+        assert entry is not None and entry.complete
+        assert report["counters"]["partitions_written_through"] == entry.num_partitions
+        assert report["counters"]["operators_cached"] == 1
+        assert cs.qtree.get(key).texec > 0 and cs.qtree.get(key).rows == len(got["rows"])
+
+        again = cs.sql(GROUPED)
+        assert cs.last_query_summary()["operators_reused"] == 1
+        assert_same_rows(again.collect(), got["plain"])
+
+        staging = cs.cache.staging_dir(key).parent
+        assert list(staging.glob(f"stage.{key}.*"))  # kept while the DataFrame may run again
+        got.clear()
+        gc.collect()
+        cs.report()
+        assert not list(staging.glob(f"stage.{key}.*"))
+    finally:
+        cs.close()
+
+
+def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, PER_CUSTOMER)
+        cs.sql(PER_CUSTOMER).show(5)  # computes the first partition only
+        cs.report()
+        entry = cs.cache.lookup(key)
+        assert entry is not None and entry.num_partitions == 4
+        assert list(entry.bitmap) == [0] and entry.missing == [1, 2, 3]
+
+        again = cs.sql(PER_CUSTOMER)
+        summary = cs.last_query_summary()
+        assert summary["operators_reused"] == 1
+        assert (summary["partitions_reused"], summary["partitions_recomputed"]) == (1, 3)
+        assert_same_rows(again.collect(), tpch.sql(PER_CUSTOMER).collect())
+        assert cs.cache.lookup(key).complete
+    finally:
+        cs.close()
+
+
+def test_partitions_renumbered_above_the_step_are_never_cached(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, GROUPED)
+        df = cs.sql(GROUPED)
+        # a union's tasks number partitions past the step's own: what they wrote is dropped,
+        # and the step is not trusted again
+        plain = tpch.sql(GROUPED)
+        assert_same_rows(df.union(df).collect(), plain.union(plain).collect())
+        cs.report()
+        assert cs.cache.lookup(key) is None
+        assert_same_rows(df.collect(), plain.collect())
+        cs.report()
+        assert cs.cache.lookup(key) is None
+
+        again = cs.sql(GROUPED)  # a new plan, a new step: its action caches the result
+        assert_same_rows(again.collect(), plain.collect())
+        cs.report()
+        assert cs.cache.lookup(key).complete
+    finally:
+        cs.close()
+
+
+def test_without_write_through_a_job_writes_and_explain_says_why(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=False)
+    try:
+        got = {}
+        assert _jobs_in(tpch, "wt-off", lambda: got.update(df=cs.sql(GROUPED))) > 0
+        assert cs.last_query_summary()["operators_cached"] == 1
+        assert "write-through is off" in cs.explain(got["df"])
+        assert_same_rows(got["df"].collect(), tpch.sql(GROUPED).collect())
+    finally:
+        cs.close()
+
+
+def test_a_type_arrow_may_change_is_written_by_a_job(tpch, tmp_path):
+    sql = "select cast(o_orderdate as timestamp) as t, count(*) as n from orders group by 1"
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        df = cs.sql(sql)
+        assert cs.last_query_summary()["operators_cached"] == 1
+        assert "may not survive Arrow" in cs.explain(df)
+        assert_same_rows(df.collect(), tpch.sql(sql).collect())
+    finally:
+        cs.close()
