@@ -81,8 +81,10 @@ class CrissOptions:
     #: Cache a query's final result the first time it is seen (before any statistics).
     eager_results: bool = True
     #: Cache what is chosen as the user's own action runs (a write-through step in the plan
-    #: handed out), instead of a materialization job inside ``cs.sql()``.
-    write_through: bool = True
+    #: handed out), instead of a materialization job inside ``cs.sql()``. Off by default:
+    #: the step's trip through a Python worker measured 1.08-1.60x a first occurrence's time
+    #: here, the job 1.005-1.34x (experiments/results/issue22).
+    write_through: bool = False
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
     #: Operators estimated to take less (from their input bytes) are not worth a separate

@@ -348,8 +348,8 @@ def test_rows_keep_the_final_order_by_when_served_from_the_cache(tpch, tmp_path,
         assert [tuple(r) for r in df.collect()] == expected
         summary = cs.last_query_summary()
         assert summary.get("operators_reused" if occurrence else "operators_cached", 0) == 1
-        on_driver = 1 if local_read_bytes and occurrence else 0  # the first writes through
-        assert summary.get("results_ordered_on_driver", 0) == on_driver
+        if occurrence:  # a repeat is read back, ordered on the driver when it may
+            assert summary.get("results_ordered_on_driver", 0) == (1 if local_read_bytes else 0)
     operators = [x for x in cs.explain(df).splitlines()[1:] if not x.startswith("  result:")]
     top = operators[0]
     assert top.lstrip().startswith("Project") and "in the order of the query" in top

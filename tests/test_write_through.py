@@ -38,7 +38,7 @@ def _result_key(cs, spark, sql) -> str:
 
 
 def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path):
-    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
         key = _result_key(cs, tpch, GROUPED)
         got = {}
@@ -75,7 +75,7 @@ def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path)
 
 
 def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
-    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
         key = _result_key(cs, tpch, PER_CUSTOMER)
         cs.sql(PER_CUSTOMER).show(5)  # computes the first partition only
@@ -95,7 +95,7 @@ def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_pa
 
 
 def test_partitions_renumbered_above_the_step_are_never_cached(tpch, tmp_path):
-    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
         key = _result_key(cs, tpch, GROUPED)
         df = cs.sql(GROUPED)
@@ -118,7 +118,7 @@ def test_partitions_renumbered_above_the_step_are_never_cached(tpch, tmp_path):
 
 
 def test_without_write_through_a_job_writes_and_explain_says_why(tpch, tmp_path):
-    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=False)
+    cs = criss.session(tpch, home=str(tmp_path / "h"))  # the default
     try:
         got = {}
         assert _jobs_in(tpch, "wt-off", lambda: got.update(df=cs.sql(GROUPED))) > 0
@@ -131,7 +131,7 @@ def test_without_write_through_a_job_writes_and_explain_says_why(tpch, tmp_path)
 
 def test_a_type_arrow_may_change_is_written_by_a_job(tpch, tmp_path):
     sql = "select cast(o_orderdate as timestamp) as t, count(*) as n from orders group by 1"
-    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
         df = cs.sql(sql)
         assert cs.last_query_summary()["operators_cached"] == 1
