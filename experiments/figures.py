@@ -465,6 +465,30 @@ def profile_text(result: dict[str, Any], mode: str = "criss") -> str:
     return "\n".join(lines)
 
 
+@main.command("seeds")
+@click.argument("files", nargs=-1, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mode", default="criss", show_default=True, help="Criss mode to report.")
+def seeds(files: tuple[Path, ...], mode: str) -> None:
+    """One markdown row per replay (stream, seed): time saved, share of the oracle and
+    first occurrences against plain Spark, to quote the worst seed of each stream."""
+    click.echo(
+        "| stream | SF | queries | seed | plain (s) | Criss (s) | saved | oracle saved "
+        "| share of oracle | first occurrences Criss / plain | file |"
+    )
+    click.echo("|---|---|---|---|---|---|---|---|---|---|---|")
+    for path in files:
+        result = json.loads(path.read_text())
+        summary = summarize(result)
+        row, plain = summary["modes"][mode], summary["modes"]["spark"]
+        click.echo(
+            f"| {result['stream']} | {result['sf']:g} | {result['queries']} | {result['seed']} "
+            f"| {plain['total_seconds']:.1f} | {row['total_seconds']:.1f} "
+            f"| {row['time_saved']:.1%} | {summary.get('oracle_time_saved', 0):.1%} "
+            f"| {row.get('oracle_share', '')} "
+            f"| {row['first_seconds'] / plain['first_seconds']:.3f} | `{path.name}` |"
+        )
+
+
 @main.command("table")
 def table() -> None:
     """Print the markdown tables of every committed experiment result (for RESULTS.md)."""
