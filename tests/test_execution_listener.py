@@ -8,6 +8,7 @@ import time
 
 import pytest
 from rowcompare import assert_same_rows
+from sparkjobs import jobs_in
 
 import criss
 from criss.qtree.rewrite import result_node
@@ -21,16 +22,6 @@ GROUPED = """
 """
 
 
-def _jobs_in(spark, group: str, action) -> int:
-    """How many Spark jobs ``action`` ran (counted with the status tracker)."""
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-
-
 def _result_of(cs, spark, sql):
     tree = cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))
     return result_node(tree)
@@ -40,7 +31,7 @@ def test_an_operator_run_only_by_the_users_collect_gets_statistics(tpch, tmp_pat
     cs = criss.session(tpch, home=str(tmp_path / "h"), eager_results=False, min_ref=99)
     try:
         planned = {}
-        jobs = _jobs_in(tpch, "criss-plans", lambda: planned.update(df=cs.sql(GROUPED)))
+        jobs = jobs_in(tpch, "criss-plans", lambda: planned.update(df=cs.sql(GROUPED)))
         assert jobs == 0  # nothing cached, nothing measured by Criss itself
         rows = planned["df"].collect()
         assert_same_rows(rows, tpch.sql(GROUPED).collect())

@@ -7,6 +7,7 @@ from __future__ import annotations
 import gc
 
 from rowcompare import assert_same_rows
+from sparkjobs import jobs_in
 
 import criss
 from criss.qtree.rewrite import result_node
@@ -23,16 +24,6 @@ PER_CUSTOMER = """
 """
 
 
-def _jobs_in(spark, group: str, action) -> int:
-    """How many Spark jobs ``action`` ran (counted with the status tracker)."""
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-
-
 def _result_key(cs, spark, sql) -> str:
     return result_node(cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))).fingerprint
 
@@ -42,14 +33,14 @@ def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path)
     try:
         key = _result_key(cs, tpch, GROUPED)
         got = {}
-        assert _jobs_in(tpch, "wt-plan", lambda: got.update(df=cs.sql(GROUPED))) == 0
+        assert jobs_in(tpch, "wt-plan", lambda: got.update(df=cs.sql(GROUPED))) == 0
         assert "by its action (write-through)" in cs.explain(got["df"])
         assert cs.cache.lookup(key) is None  # nothing is written before the action runs
 
-        plain_jobs = _jobs_in(
+        plain_jobs = jobs_in(
             tpch, "wt-plain", lambda: got.update(plain=tpch.sql(GROUPED).collect())
         )
-        jobs = _jobs_in(tpch, "wt-action", lambda: got.update(rows=got["df"].collect()))
+        jobs = jobs_in(tpch, "wt-action", lambda: got.update(rows=got["df"].collect()))
         assert jobs == plain_jobs  # the user's action, and nothing besides
         assert_same_rows(got["rows"], got["plain"])
 
@@ -121,7 +112,7 @@ def test_without_write_through_a_job_writes_and_explain_says_why(tpch, tmp_path)
     cs = criss.session(tpch, home=str(tmp_path / "h"))  # the default
     try:
         got = {}
-        assert _jobs_in(tpch, "wt-off", lambda: got.update(df=cs.sql(GROUPED))) > 0
+        assert jobs_in(tpch, "wt-off", lambda: got.update(df=cs.sql(GROUPED))) > 0
         assert cs.last_query_summary()["operators_cached"] == 1
         assert "write-through is off" in cs.explain(got["df"])
         assert_same_rows(got["df"].collect(), tpch.sql(GROUPED).collect())

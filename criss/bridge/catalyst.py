@@ -167,10 +167,10 @@ class CatalystBridge:
         return PartitionedResult(self, self.dataframe_of(plan))
 
     @jvm_errors("put a write-through step in the plan")
-    def write_through(self, plan: Any, staged: str, token: str) -> Any:
-        """``plan`` under a step whose tasks write its partitions into ``staged`` as they
-        pass them on (see criss.bridge.writethrough)."""
-        return write_through_plan(self, plan, staged, token)
+    def write_through(self, plan: Any, schema_json: str, staged: str, token: str) -> Any:
+        """``plan`` (of positional schema ``schema_json``) under a step whose tasks write
+        its partitions into ``staged`` as they pass them on (see criss.bridge.writethrough)."""
+        return write_through_plan(self, plan, schema_json, staged, token)
 
     @jvm_errors("find what an action's write-through steps wrote")
     def written_steps(self, query_execution: Any) -> list[WrittenStep]:

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.execution import layout_fingerprint, layout_settings, positional_schema
+from criss.bridge.execution import layout_fingerprint, layout_settings
 from criss.bridge.plans import analyzed_plan
 from criss.localio import arrow_exact
 from criss.storage.writethrough import WRITER_PREFIX, partition_writer
@@ -81,13 +81,17 @@ def write_through_blocker(df_schema: Any) -> str | None:
     return None
 
 
-def write_through_plan(bridge: CatalystBridge, plan: Any, staged: str, token: str) -> Any:
-    """``plan`` under a write-through step into ``staged``, with ``plan``'s output."""
+def write_through_plan(
+    bridge: CatalystBridge, plan: Any, schema_json: str, staged: str, token: str
+) -> Any:
+    """``plan`` under a write-through step into ``staged``, with ``plan``'s output;
+    ``schema_json`` is its positional schema (``positional_schema``)."""
     from pyspark.sql.types import StructType
 
-    df = bridge.dataframe_of(plan)
-    schema = StructType.fromJson(json.loads(positional_schema(df)))
-    step = analyzed_plan(df.mapInArrow(partition_writer(staged, token), schema))
+    schema = StructType.fromJson(json.loads(schema_json))
+    step = analyzed_plan(
+        bridge.dataframe_of(plan).mapInArrow(partition_writer(staged, token), schema)
+    )
     new_attrs, old_attrs = step.output(), plan.output()
     aliases = [
         bridge.alias_as(new_attrs.apply(i), old_attrs.apply(i)) for i in range(old_attrs.size())

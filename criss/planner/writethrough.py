@@ -81,7 +81,9 @@ def write_through(work: Workspace, nodes: list[PlanNode]) -> str | None:
         token = uuid.uuid4().hex[:16]
         staged = session.cache.staging_dir(node.fingerprint)
         plan = work.plan_at(node.path)
-        work.replacements[node.path] = session.bridge.write_through(plan, str(staged), token)
+        work.replacements[node.path] = session.bridge.write_through(
+            plan, schemas[node.path], str(staged), token
+        )
         work.lease.writes.append(
             PendingWrite(
                 token, node.fingerprint, node.op, schemas[node.path], staged, record=work.record
@@ -149,7 +151,8 @@ def _store(
     cache, opened = session.cache, False
     entry = cache.lookup(pending.key)
     if entry is not None and (entry.num_partitions, entry.layout) == pending.layout:
-        files = {i: p for i, p in files.items() if i in set(entry.missing)}
+        missing = set(entry.missing)
+        files = {i: p for i, p in files.items() if i in missing}
         if not files:
             return 0  # complete already (a result without partitions, or written again)
     elif entry is not None and entry.bitmap:
