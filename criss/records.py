@@ -8,7 +8,10 @@ Nobody parses the rendered words.
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -128,6 +131,19 @@ class QueryRecord:
     job_reason: str | None = None
     #: The query's id in the query log, whose counters grow as its action's writes commit.
     log_id: int | None = None
+    #: Seconds per planning phase (capture, joins, match, serve, decide, materialize, read):
+    #: where a query's planning time went, for explain and the replays' overhead breakdown.
+    phase_seconds: dict[str, float] = field(default_factory=dict)
+
+    @contextmanager
+    def timed(self, phase: str) -> Iterator[None]:
+        """Add the seconds the block takes to ``phase``."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = time.perf_counter() - started
+            self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + elapsed
 
     def to_json(self) -> dict[str, Any]:
         """The record as stored in the query log (the JVM plan left out)."""
@@ -146,6 +162,7 @@ class QueryRecord:
             **dict(self.counters),
             "planning_seconds": round(self.planning_seconds, 4),
             "materialize_seconds": round(self.materialize_seconds, 4),
+            "phase_seconds": {k: round(v, 4) for k, v in self.phase_seconds.items()},
             "fallback": self.fallback,
         }
 

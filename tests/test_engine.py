@@ -63,6 +63,20 @@ def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
             assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
 
 
+def test_the_record_says_where_planning_time_went_phase_by_phase(tpch, cs):
+    sql = queries.statement(3, sf=0.01).sql
+    first = cs.sql(sql)
+    phases = cs.record(first).phase_seconds
+    # a first-seen result: captured, its stages prepared, its final stage written, read back
+    assert {"capture", "match", "prepare", "write", "read"} <= set(phases), phases
+    assert all(seconds >= 0 for seconds in phases.values())
+    assert phases["prepare"] + phases["write"] <= cs.record(first).materialize_seconds + 1e-6
+    assert "time by phase (ms): capture" in cs.explain(first)
+    again = cs.sql(sql)
+    assert "prepare" not in cs.record(again).phase_seconds  # served: nothing computed
+    assert cs.last_query_summary()["phase_seconds"]["read"] >= 0
+
+
 def test_reading_from_the_cache_does_not_inflate_the_learned_scan_rate(tpch, cs):
     """A result computed over a cached subtree reads no table file: its fast job must not
     count as a fast scan of the whole table (an inflated rate makes every later estimate

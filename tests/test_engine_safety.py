@@ -284,21 +284,42 @@ def test_the_qtree_and_its_statistics_survive_a_restart(tpch, tmp_path):
     again.close()
 
 
+#: AGG under a filter: the aggregate is an operator inside the query, not its result.
+NESTED = f"select o_orderpriority, n from ({AGG}) where s > 0"
+
+
 def test_cheap_unmeasured_operators_are_not_cached_on_a_guess(tpch, tmp_path):
-    cs = criss.session(tpch, home=str(tmp_path / "h"), min_texec=5.0)
-    for _ in range(3):
-        df = cs.sql(AGG)  # planned but never run: nothing measured it
-        assert cs.last_query_summary().get("operators_cached", 0) == 0
-    result = next(o for o in cs.record(df).operators if o.op == "Aggregate")
-    assert result.decision.reason == "below_min_texec"
-    assert result.decision.numbers["min_texec"] == 5.0
-    assert result.decision.numbers["estimated_texec"] < 5.0
+    cs = criss.session(tpch, home=str(tmp_path / "h"), min_texec=5.0, eager_results=False)
+    df = cs.sql(NESTED)  # planned but never run: nothing measured it
+    assert cs.last_query_summary().get("operators_cached", 0) == 0
+    inner = next(o for o in cs.record(df).operators if o.op == "Aggregate")
+    assert inner.decision.reason == "below_min_texec"
+    assert inner.decision.numbers["min_texec"] == 5.0
+    assert inner.decision.numbers["estimated_texec"] < 5.0
     assert "stages x" in cs.explain(df) and "< min_texec 5.0s" in cs.explain(df)
+    result = next(o for o in cs.record(df).operators if o.path == ())
+    assert result.decision.reason == "below_min_ref"  # a result is never held to min_texec
     df.collect()  # now Spark measured it: the benefit model judges, not the guess
+    again = cs.sql(NESTED)
+    inner = next(o for o in cs.record(again).operators if o.op == "Aggregate")
+    assert inner.stats.source == "executed plan"
+    assert inner.decision.reason != "below_min_texec"
+    cs.close()
+
+
+def test_a_cheap_first_seen_result_is_served_on_its_first_repeat(tpch, tmp_path):
+    """However small the estimate (far below min_texec here), the query's own result is
+    cached on first sight when it reads back cheaply, so its first repeat is served."""
+    cs = criss.session(tpch, home=str(tmp_path / "h"), min_texec=5.0)
+    first = cs.sql(AGG)
+    result = next(o for o in cs.record(first).operators if o.op == "Aggregate")
+    assert result.decision.reason == "eager_result", cs.explain(first)
+    assert result.decision.numbers["estimated_texec"] < 5.0
+    expected = tpch.sql(AGG).collect()
+    assert_same_rows(first.collect(), expected)
     again = cs.sql(AGG)
-    result = next(o for o in cs.record(again).operators if o.op == "Aggregate")
-    assert result.stats.source == "executed plan"
-    assert result.decision.reason != "below_min_texec"
+    assert_same_rows(again.collect(), expected)
+    assert cs.last_query_summary()["operators_reused"] == 1, cs.explain(again)
     cs.close()
 
 

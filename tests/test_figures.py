@@ -12,6 +12,7 @@ from experiments.figures import (
     markdown_table,
     oracle_seconds,
     planning_ms,
+    repeats_served,
     run_experiment,
     split_first_and_repeats,
     statement_keys,
@@ -74,6 +75,16 @@ def test_summary_splits_first_occurrences_and_repeats_and_relates_to_the_oracle(
     assert criss["planning_ms"] == {"median": 90.0, "p95": 300.0}
     assert planning_ms([_record("Q1", 1)]) is None
     assert "| oracle | 16.5 |" in markdown_table(_result(), EXPERIMENTS["fig5"], "f.json")
+
+
+def test_repeats_worth_serving_count_only_repeats_plain_spark_took_long_on():
+    result = _result()
+    # Q1's two repeats took 10 s in plain Spark; only the first reused an operator
+    result["modes"]["criss"]["queries"][2]["criss"]["operators_reused"] = 1
+    assert repeats_served(result) == (1, 2)
+    assert repeats_served(result, min_seconds=20) == (0, 0)
+    result["modes"]["criss"]["queries"][3]["criss"]["operators_reused"] = 2
+    assert repeats_served(result) == (2, 2)
 
 
 @pytest.mark.spark

@@ -170,6 +170,11 @@ class PartitionedResult:
         spark = self.bridge.spark
         return DataFrame(spark._jsparkSession.internalCreateDataFrame(rdd, schema, False), spark)
 
+    @jvm_errors("read the executed plan's optimized plan")
+    def optimized_plan(self) -> Any:
+        """The optimized logical plan that ran (the one ``operator_metrics`` keys by path)."""
+        return self._query_execution.optimizedPlan()
+
     @jvm_errors("read the executed plan's metrics")
     def operator_metrics(self) -> dict[tuple[int, ...], OperatorMetrics]:
         """What each operator of the plan did, once the write job has run (see OperatorMetrics).

@@ -80,11 +80,11 @@ class ReadPlans:
             table = read_arrow(files) if local_bytes is not None else None
             if table is None or table.num_rows > LOCAL_SORT_ROWS:
                 return None
-            reader = spark.createDataFrame(spark_order(table, order), schema)
+            reader = local_dataframe(spark, spark_order(table, order), schema)
         elif not files:  # no rows (every partition empty): in any order
             reader = spark.createDataFrame([], schema)
         elif local_bytes is not None:
-            reader = spark.createDataFrame(read_arrow(files), schema)
+            reader = local_dataframe(spark, read_arrow(files), schema)
         else:
             reader = spark.read.schema(schema).parquet(*files)
         plan = analyzed_plan(reader)
@@ -121,6 +121,33 @@ class ReadPlans:
 
     def forget(self) -> None:
         self._plans.clear()
+
+
+def local_dataframe(spark: Any, table: Any, schema: Any) -> Any:
+    """A DataFrame over a local relation holding ``table``'s rows (Arrow, types Spark
+    reads unchanged: see ``arrow_exact``), with ``schema``.
+
+    What ``spark.createDataFrame(table, schema)`` does, without its per-call session
+    lookups (timestamp settings, batch size, type widths: a dozen py4j calls, ~5-20 ms
+    per query) that a table of exact types does not need.
+    """
+    from pyspark.sql import DataFrame
+    from pyspark.sql.pandas.serializers import ArrowStreamSerializer
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    target = to_arrow_schema(schema)
+    if table.schema.types != target.types:
+        table = table.cast(target)
+    jvm = spark._jvm
+    batches = table.to_batches()
+    jiter = spark.sparkContext._serialize_to_jvm(
+        batches,
+        ArrowStreamSerializer(),
+        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
+        lambda: jvm.ArrowIteratorServer(),
+    )
+    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
+    return DataFrame(jdf, spark)
 
 
 def with_replacements(

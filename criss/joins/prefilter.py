@@ -122,9 +122,9 @@ def scan_input(node: PlanNode) -> bool:
 
 def measure_keys(
     context: JoinContext,
-    frame: DataFrame,
+    frame: Callable[[], DataFrame],
     fingerprint: str,
-    operands: dict[str, Column],
+    operands: dict[str, Callable[[], Column]],
     may_measure: bool = True,
 ) -> dict[str, Any] | None:
     """Rows and approximate distinct counts of key expressions of one input.
@@ -133,6 +133,8 @@ def measure_keys(
     changes with the input's rows and files, not with the columns it keeps), so each input
     is measured once across queries and sessions.
     None when they are unknown and ``may_measure`` is False (an input seen too rarely).
+    ``frame`` and each operand are built only for a measurement job: each costs Spark an
+    analysis, which a query whose inputs are known or too rare should not pay.
     """
     from pyspark.sql import functions as F
 
@@ -145,9 +147,13 @@ def measure_keys(
             context.counters["join_key_measurements_deferred"] += 1
             return None
         labels = list(missing)
-        row = frame.agg(
-            F.count(F.lit(1)), *[F.approx_count_distinct(missing[label]) for label in labels]
-        ).first()
+        row = (
+            frame()
+            .agg(
+                F.count(F.lit(1)), *[F.approx_count_distinct(missing[label]()) for label in labels]
+            )
+            .first()
+        )
         known["rows"] = int(row[0])
         known["ndv"].update({label: int(row[i + 1]) for i, label in enumerate(labels)})
         qtree.set_meta(key, known)
@@ -339,12 +345,15 @@ def measure_sides(
         label = key_label([operand_label(operand(site.condition, p)) for p in paths])
         if not facts[which].simple and facts[which].rows is None:
             return f"{which} input not measured yet (joins/aggregates below, no QTree stats)"
-        column = key_column([plan.condition_column(site.path, p) for p in paths])
         known = measure_keys(
             context,
-            plan.side(site.path, which),
+            lambda which=which: plan.side(site.path, which),
             facts[which].measure_key,
-            {label: column},
+            {
+                label: lambda paths=paths: key_column(
+                    [plan.condition_column(site.path, p) for p in paths]
+                )
+            },
             facts[which].may_measure,
         )
         if known is None:

@@ -230,12 +230,11 @@ class RuntimeFilters(Verdicts):
         dim_keys: dict[StarFilter, tuple[int, int] | None] = {}
         for f, dim in dimensions:
             label = operand_label(_operand(plan, f, f.dim_operand))
-            column = plan.condition_column(f.join_path, f.dim_operand)
             known = measure_keys(
                 context,
-                plan.side(f.join_path, f.dim_side),
+                lambda f=f: plan.side(f.join_path, f.dim_side),
                 dim.measure_key,
-                {label: column},
+                {label: lambda f=f: plan.condition_column(f.join_path, f.dim_operand)},
                 dim.may_measure,
             )
             dim_keys[f] = (known["ndv"][label], known["rows"]) if known is not None else None
@@ -243,10 +242,15 @@ class RuntimeFilters(Verdicts):
             return [(f, None) for f in dim_keys]
         labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in dim_keys}
         fact_columns = {
-            labels[f]: plan.condition_column(f.join_path, f.fact_operand) for f in dim_keys
+            labels[f]: lambda f=f: plan.condition_column(f.join_path, f.fact_operand)
+            for f in dim_keys
         }
         known = measure_keys(
-            context, plan.side(site.path, which), fact.measure_key, fact_columns, fact.may_measure
+            context,
+            lambda: plan.side(site.path, which),
+            fact.measure_key,
+            fact_columns,
+            fact.may_measure,
         )
         out: list[tuple[StarFilter, _Measured | None]] = []
         for f, dim in dim_keys.items():

@@ -42,9 +42,10 @@ def plan_query(
     view = CacheView(session)
     capture = capture_query(session, df, view, record)
     record.captured = capture.captured
-    # statistics of this query's operators, from actions that ran before it, are in first
-    session.settle_harvests({n.fingerprint for n in capture.tree.walk()}, drain=False)
-    matched = match(session, capture.tree, view, record=not record.dry_run)
+    with record.timed("match"):
+        # statistics of this query's operators, from actions that ran before it, are in first
+        session.settle_harvests({n.fingerprint for n in capture.tree.walk()}, drain=False)
+        matched = match(session, capture.tree, view, record=not record.dry_run)
     rules = caching_rules(session)
     if record.dry_run:
         served = {} if capture.stale else would_serve(view, matched.reuses)
@@ -53,20 +54,24 @@ def plan_query(
             matched, decisions, served, rules, record.counters, True
         )
         return capture.df
-    work = Workspace(session, capture.captured, matched, record, lease)
-    served = serve(work, view)
-    decisions = decide_operators(matched, served, rules)
+    work = Workspace(session, capture.captured, matched, record, lease, df=capture.df)
+    with record.timed("serve"):
+        served = serve(work, view)
+    with record.timed("decide"):
+        decisions = decide_operators(matched, served, rules)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
     if chosen:
         # the user's action writes them; else a job of Criss's own, and the record says why
-        record.job_reason = write_through(work, chosen)
+        with record.timed("write-through"):
+            record.job_reason = write_through(work, chosen)
         if record.job_reason is not None:
             for node in chosen:
                 materialize(work, node)
     record.operators = operator_records(matched, decisions, served, rules, record.counters, False)
     if not work.replacements:
         return capture.df
-    return session.bridge.dataframe_of(
-        session.bridge.substitute(capture.captured, work.replacements)
-    )
+    with record.timed("rewrite"):
+        return session.bridge.dataframe_of(
+            session.bridge.substitute(capture.captured, work.replacements)
+        )

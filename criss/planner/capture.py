@@ -38,22 +38,25 @@ class Capture:
 def capture_query(
     session: CrissSession, df: DataFrame, view: CacheView, record: QueryRecord
 ) -> Capture:
-    captured = session.bridge.capture(df)
-    tree = session.canonical_tree(captured)
-    stale = stale_relations(session, tree)
+    with record.timed("capture"):
+        captured = session.bridge.capture(df)
+        tree = session.canonical_tree(captured)
+        stale = stale_relations(session, tree)
     if stale and not record.dry_run:
         _invalidate(session, stale, record)
         stale = []
     # joins inside a subtree the cache serves as it is are left alone: rewriting them
     # would change its fingerprint and lose the reuse
     covered = [] if stale else [r.path for r in view.reuses(tree)]
-    optimized = _optimize_joins(session, df, captured, tree, covered, record)
+    with record.timed("joins"):
+        optimized = _optimize_joins(session, df, captured, tree, covered, record)
     if optimized is df:
         return Capture(df, captured, tree, bool(stale))
     # Criss caches and reuses the improved plan
     original = result_node(tree)
-    captured = session.bridge.capture(optimized)
-    rewritten = session.canonical_tree(captured)
+    with record.timed("capture"):
+        captured = session.bridge.capture(optimized)
+        rewritten = session.canonical_tree(captured)
     if not record.dry_run:
         _remember_rewrite(session, original, result_node(rewritten))
     return Capture(optimized, captured, rewritten, bool(stale))

@@ -36,13 +36,15 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
 
 def _header(record: QueryRecord) -> str:
     reused, cached = ("would reuse", "would cache") if record.dry_run else ("reused", "cached")
-    return (
+    header = (
         f"Criss plan ({record.counters.get('operators_reused', 0)} {reused}, "
         f"{record.counters.get('operators_cached', 0)} {cached}, "
         f"planning {record.planning_seconds * 1000:.0f} ms, "
         f"materializing {record.materialize_seconds:.2f} s)"
         + (" - dry run: nothing was cached, recomputed or recorded" if record.dry_run else "")
     )
+    phases = [f"{name} {seconds * 1000:.0f}" for name, seconds in record.phase_seconds.items()]
+    return header + (f"\n  time by phase (ms): {', '.join(phases)}" if phases else "")
 
 
 def _operator_line(record: QueryRecord, d: OperatorRecord, labels: bool) -> str:

@@ -26,13 +26,14 @@ def materialize(work: Workspace, node: PlanNode) -> None:
         return
     session = work.session
     started = time.perf_counter()
-    plan = work.plan_at(node.path)
     try:
-        result = session.bridge.partitioned(plan)
+        with work.record.timed("prepare"):  # the stages below the final one run here
+            result = work.partitioned(node.path)
         indices = list(range(result.num_partitions))
         work.lease.pin(key)
         entry = _begin(work, node, result, started)
-        stored, staged = work.write(result, entry, indices, started)
+        with work.record.timed("write"):  # the final stage, written
+            stored, staged = work.write(result, entry, indices, started)
         texec = time.perf_counter() - started
     finally:
         work.record.materialize_seconds += time.perf_counter() - started
@@ -92,7 +93,9 @@ def _learn_from_execution(
 
     def read(parquet_ratio: float) -> ExecutionFacts:
         metrics = result.operator_metrics()
-        executed = session.canonical_tree(session.bridge.capture(result.df))
+        # the plan and file listings it ran with: no second optimization, no re-listing
+        captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
+        executed = session.canonical_tree(captured)
         return ExecutionFacts(
             statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
         )

@@ -15,6 +15,8 @@ from criss.storage.cache import PartitionCache, StoreResult, remove_staging, sta
 from criss.storage.catalog import EntryRecord
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from criss.engine import CrissSession
 
 
@@ -63,6 +65,8 @@ class Workspace:
     matched: Match
     record: QueryRecord
     lease: Lease
+    #: The DataFrame whose optimized plan ``captured`` is (None when unknown).
+    df: DataFrame | None = None
     replacements: dict[tuple[int, ...], Any] = field(default_factory=dict)
     sources: dict[str, Source] = field(default_factory=dict)
 
@@ -74,6 +78,10 @@ class Workspace:
         """Serve the operator at ``path`` from ``key``'s files. The query's result under a
         final ORDER BY on its columns, when small, stands in for the Sort as a local relation
         already in that order: Spark then runs no job for the query at all."""
+        with self.record.timed("read"):
+            self._place_read(path, key, columns)
+
+    def _place_read(self, path: tuple[int, ...], key: str, columns: tuple[int, ...] | None):
         ordering = self.matched.ordering
         if ordering is not None and path == ordering[0] + (0,):
             sort_path, keys = ordering
@@ -100,6 +108,18 @@ class Workspace:
     def plan_at(self, path: tuple[int, ...]) -> Any:
         """The query's plan at ``path`` with what is already replaced below it."""
         return self.session.bridge.substitute(self.captured, self.replacements, at=path)
+
+    def partitioned(self, path: tuple[int, ...]) -> PartitionedResult:
+        """The result at ``path`` prepared for a partition-by-partition write.
+
+        The whole query with nothing replaced runs on the query's own DataFrame: Spark
+        has optimized it already (for the capture), and a DataFrame built from the plan
+        would analyze and optimize it again (~25 ms per first-seen query).
+        """
+        bridge = self.session.bridge
+        if path == () and not self.replacements and self.df is not None:
+            return PartitionedResult(bridge, self.df)
+        return bridge.partitioned(self.plan_at(path))
 
     def write(
         self,
