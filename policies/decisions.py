@@ -11,10 +11,10 @@ bandwidth (the worst case). Statistics come from executions (every action Spark 
 user's own included) or from writing the result. An operator never measured gets an
 estimated Texec: its stages × the learned seconds per stage (Spark's fixed cost) plus its
 input bytes at the learned input rate; if that reaches ``min_texec`` it is cached to
-measure it once it recurs (``min_ref``). A query's result is never held to ``min_texec``
-(the job that writes it is the query's own computation, not an extra one): a first-seen
-result (``eager_results``) is cached when the benefit model says one repeat would pay
-for it, with the result's size estimated from the learned result bytes per input byte.
+measure it once it recurs (``min_ref``). A first-seen query's result (``eager_results``)
+is not held to ``min_texec`` (the job that writes it is the query's own computation, not
+an extra one): it is cached when the benefit model says one repeat would pay for it, with
+the result's size estimated from the learned result bytes per input byte.
 
 >>> from criss.policies.decisions import Decision, describe
 >>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
@@ -251,15 +251,16 @@ def _unmeasured_verdict(
         "scan_rate": rules.scan_rate,
         "min_texec": rules.min_texec,
     }
-    # min_texec weighs a job of Criss's own against what it would save; the query's
+    eager = is_result and rules.eager_results and stats.ref < rules.min_ref
+    # min_texec weighs a job of Criss's own against what it would save; a first-seen
     # result needs no such job (computing it is the query's own work), so only the
-    # benefit model judges it: a repeat of any query that reads back cheaply is served
-    if estimate < rules.min_texec and not is_result:
+    # benefit model judges it: the first repeat of a query that reads back cheaply is served
+    if estimate < rules.min_texec and not eager:
         return _Verdict(None, Decision(SKIP, "below_min_texec", numbers, ESTIMATE))
     if stats.ref >= rules.min_ref:
         score = collect_score(stats.ref, node.height)
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
-    if is_result and rules.eager_results:
+    if eager:
         return _eager_verdict(node, stats, scanned, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
 
