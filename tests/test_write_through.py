@@ -130,3 +130,32 @@ def test_a_type_arrow_may_change_is_written_by_a_job(tpch, tmp_path):
         assert_same_rows(df.collect(), tpch.sql(sql).collect())
     finally:
         cs.close()
+
+
+def test_input_files_changed_before_the_action_are_never_served(tpch, tmp_path):
+    """Files added between ``cs.sql()`` and the action: what the action wrote through
+    belongs to the files it was planned with, so the next query (over the new files)
+    recomputes and returns the new rows, as plain Spark does."""
+    table = str(tmp_path / "changing")
+    tpch.range(0, 3000).selectExpr("id % 7 as k", "id as v").write.parquet(table)
+    tpch.read.parquet(table).createOrReplaceTempView("wt_changing")
+    sql = "select k, count(*) as n, sum(v) as s from wt_changing group by k"
+    cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
+    try:
+        df = cs.sql(sql)
+        assert "by its action (write-through)" in cs.explain(df)
+        tpch.range(3000, 4000).selectExpr("id % 7 as k", "id as v").write.mode("append").parquet(
+            table
+        )
+        assert sum(r.n for r in df.collect()) == 3000  # the files it was planned with
+        assert cs.report()["counters"]["operators_written_through"] == 1
+
+        again = cs.sql(sql)
+        rows = again.collect()
+        tpch.read.parquet(table).createOrReplaceTempView("wt_fresh")
+        expected = tpch.sql(sql.replace("wt_changing", "wt_fresh")).collect()
+        assert_same_rows(rows, expected)
+        assert sum(r.n for r in rows) == 4000
+        assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(again)
+    finally:
+        cs.close()
