@@ -131,8 +131,11 @@ class QueryRecord:
     job_reason: str | None = None
     #: The query's id in the query log, whose counters grow as its action's writes commit.
     log_id: int | None = None
-    #: Seconds per planning phase (capture, joins, match, serve, decide, materialize, read):
-    #: where a query's planning time went, for explain and the replays' overhead breakdown.
+    #: Seconds per phase: capture, joins, match, serve, decide, write-through, prepare and
+    #: write (a job's stages below the final one, then the final one written), read,
+    #: rewrite; where a query's planning time went, for explain and the replays' overhead
+    #: breakdown. ``read`` (building the reads of cached entries) nests in ``serve`` when
+    #: it serves a reuse, so it counts in both there.
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
     @contextmanager

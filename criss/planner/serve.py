@@ -88,10 +88,9 @@ def _recompute_missing(work: Workspace, path: tuple[int, ...], entry: EntryRecor
     None when the entry cannot be completed (a live DataFrame reads an outdated layout).
     """
     cache = work.session.cache
-    plan = work.plan_at(path)
     started = time.perf_counter()
     try:
-        result = work.session.bridge.partitioned(plan)
+        result = work.partitioned(path)
         if (result.num_partitions, result.layout) == (entry.num_partitions, entry.layout):
             indices = entry.missing
         elif cache.pin_count(entry.key) > 1 or cache.pinned_elsewhere(entry.key):
