@@ -180,6 +180,46 @@ def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tm
     reader.close()
 
 
+def test_rows_written_on_the_driver_are_read_in_place_without_reading_the_files_back(
+    spark, tmp_path, monkeypatch
+):
+    """A first-seen result written on the driver stands in for the query from the rows
+    just written (as they are, or in ORDER BY order); its files are read only by a later
+    query that reuses them, and every answer equals Spark's."""
+    import criss.bridge.rewrite as rewrite
+
+    _typed_table(spark, tmp_path)
+    shuffled = "select * except (ts) from typed_t where id > 0 distribute by id"
+    ordered = (
+        "select t % 4 k, count(*) n, sum(m) total from typed_t where id > 2 group by 1 "
+        "order by total desc nulls first, k"
+    )
+    expected = {sql: spark.sql(sql).collect() for sql in (shuffled, ordered)}
+    reads: list[list[str]] = []
+    read_files = rewrite.read_arrow
+    monkeypatch.setattr(
+        rewrite, "read_arrow", lambda files: reads.append(files) or read_files(files)
+    )
+    cs = criss.session(spark, home=str(tmp_path / "home"), write_through=False)
+    rows = cs.sql(shuffled).collect()
+    assert sorted(map(repr, rows)) == sorted(map(repr, expected[shuffled]))
+    assert cs.last_query_summary().get("entries_written_on_driver") == 1
+    assert cs.last_query_summary().get("operators_cached") == 1
+    assert cs.sql(ordered).collect() == expected[ordered]
+    summary = cs.last_query_summary()
+    assert summary.get("entries_written_on_driver") == 1
+    assert summary.get("results_ordered_on_driver") == 1, summary
+    assert reads == []
+    cs.close()
+    later = criss.session(spark, home=str(tmp_path / "home"))  # reads the files themselves
+    for sql in (shuffled, ordered):
+        again = later.sql(sql).collect()
+        assert later.last_query_summary().get("operators_reused") == 1
+        assert sorted(map(repr, again)) == sorted(map(repr, expected[sql]))
+    assert len(reads) == 2
+    later.close()
+
+
 def test_an_empty_result_under_order_by_is_served_from_the_cache(tpch, tmp_path):
     """An empty cached result is put in ORDER BY order on the driver like any other (an
     untyped empty index array once made pyarrow's take fail: TPC-DS q39b, q65, q84)."""

@@ -49,6 +49,9 @@ class CatalystBridge:
         self._project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project
         self._dataset = jvm_class(jvm, DATASET_CLASS)
         self._column_node = jvm_class(jvm, EXPRESSION_COLUMN_NODE_CLASS)
+        self._column_class = jvm_class(jvm, "org.apache.spark.sql.Column")
+        #: Static members resolved so far (see ``static``).
+        self._statics: dict[str, Any] = {}
         #: Scala's ``None`` (an empty Option).
         self.none = jvm.scala.Option.empty()
         self._empty = self.seq([])
@@ -57,6 +60,14 @@ class CatalystBridge:
         self._trees = RememberedTrees(REMEMBERED_PLANS)
         self._fast_gateway = FastGateway(spark)
         self.speed_up_gateway()
+
+    def static(self, name: str) -> Any:
+        """The static method or constructor ``name`` ("package.Class.member", or a class),
+        looked up once: py4j asks the JVM about every segment of a name on every use."""
+        found = self._statics.get(name)
+        if found is None:
+            found = self._statics[name] = jvm_class(self.jvm, name)
+        return found
 
     def seq(self, items: list[Any]) -> Any:
         """A Scala Seq from a Python list."""
@@ -102,6 +113,7 @@ class CatalystBridge:
         schema_json: str,
         columns: tuple[int, ...] | None = None,
         order: tuple[SortKey, ...] = (),
+        table: Any = None,
     ) -> Any | None:
         """A plan reading cached files that outputs ``original``'s attributes (same exprIds).
 
@@ -111,9 +123,12 @@ class CatalystBridge:
         position). With ``order`` (keys over cached columns), the rows come as a local
         relation already in that order, to stand in for ``original``, a Sort: Spark then
         runs no job at all (sorting even a few rows costs a range-partitioning shuffle).
-        None when the entry is too big to be read and sorted on the driver.
+        None when the entry is too big to be read and sorted on the driver. ``table``, the
+        files' rows as Arrow when the caller still holds them, spares reading them back.
         """
-        return self._reads.cached_read_plan(original, key, files, schema_json, columns, order)
+        return self._reads.cached_read_plan(
+            original, key, files, schema_json, columns, order, table
+        )
 
     def forget_reads(self) -> None:
         self._reads.forget()
@@ -158,7 +173,7 @@ class CatalystBridge:
         from pyspark.sql import Column
 
         node = self._column_node.apply(expression)
-        return Column(self.jvm.org.apache.spark.sql.Column(node))
+        return Column(self._column_class(node))
 
     # --- execution and joins --------------------------------------------------------------------
 
@@ -178,10 +193,12 @@ class CatalystBridge:
         return written_steps(self, query_execution)
 
     @jvm_errors("inspect the plan's joins")
-    def join_plan(self, df: DataFrame, root: Any = None) -> JoinPlan:
-        """``df``'s optimized plan (``root`` if already captured) with its joins exposed
-        for rewriting (see JoinPlan)."""
-        return JoinPlan(self, df, root)
+    def join_plan(self, df: DataFrame, captured: CapturedPlan | None = None) -> JoinPlan:
+        """``df``'s optimized plan (``captured``'s if already captured) with its joins
+        exposed for rewriting (see JoinPlan)."""
+        if captured is None:
+            return JoinPlan(self, df)
+        return JoinPlan(self, df, captured.root, captured.tree)
 
     def bloom_literal(self, bloom: bytes) -> Any:
         """A BINARY Literal holding ``bloom``, one per content (see BloomLiterals)."""

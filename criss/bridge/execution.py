@@ -100,6 +100,9 @@ class PartitionedResult:
         self.num_partitions = int(self.rdd.getNumPartitions())
         self.layout = _layout(prepared)
         self.schema_json = positional_schema(df)
+        self.width = len(df.schema.fields)
+        #: Every partition's rows as Arrow, once ``write`` wrote them all on the driver.
+        self.written_table: Any = None
 
     def write(self, staged: str | os.PathLike, indices: list[int] | None = None) -> bool:
         """Write partitions ``indices`` (default all) into ``staged`` as Spark names its part
@@ -111,7 +114,9 @@ class PartitionedResult:
         """
         frame = self.frame(indices)
         if indices != [] and self._fits_driver():
-            self._write_on_driver(frame, staged)
+            table = self._write_on_driver(frame, staged)
+            if indices is None:
+                self.written_table = table
             return True
         frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
         return False
@@ -138,18 +143,20 @@ class PartitionedResult:
                 return None
             raise
 
-    def _write_on_driver(self, frame: DataFrame, staged: str | os.PathLike) -> None:
+    def _write_on_driver(self, frame: DataFrame, staged: str | os.PathLike) -> Any:
+        """Collect ``frame`` as Arrow and write each task's rows as its part file; the rows
+        (positional columns), or None if there are none."""
         import uuid
 
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.parquet as pq
 
-        columns = frame.columns
-        batches = _collect_with_tasks(frame)
+        columns = [f"c{i}" for i in range(self.width)]
+        batches = _collect_with_tasks(self.bridge, frame)
         os.makedirs(staged, exist_ok=True)
         if not batches:
-            return
+            return None
         table = pa.Table.from_batches(batches)
         job = uuid.uuid4()
         tasks = table.column("task")
@@ -157,18 +164,23 @@ class PartitionedResult:
             rows = table.filter(pc.equal(tasks, task)).select(columns)
             name = f"part-{task:05d}-{job}-c000.snappy.parquet"
             pq.write_table(rows, os.path.join(staged, name), compression="snappy")
+        return table.select(columns)
 
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
         from pyspark.sql import DataFrame
 
-        jvm, rdd = self.bridge.jvm, self.rdd
+        bridge, rdd = self.bridge, self.rdd
         if indices is not None:
-            keep = self.bridge.seq(sorted(indices)).toSet()
-            rdd = jvm.org.apache.spark.rdd.PartitionPruningRDD.create(rdd, keep)
-        schema = jvm.org.apache.spark.sql.types.DataType.fromJson(self.schema_json)
+            keep = bridge.seq(sorted(indices)).toSet()
+            rdd = bridge.static("org.apache.spark.rdd.PartitionPruningRDD.create")(rdd, keep)
         spark = self.bridge.spark
-        return DataFrame(spark._jsparkSession.internalCreateDataFrame(rdd, schema, False), spark)
+        jdf = spark._jsparkSession.internalCreateDataFrame(rdd, self._jvm_schema, False)
+        return DataFrame(jdf, spark)
+
+    @cached_property
+    def _jvm_schema(self) -> Any:
+        return self.bridge.static("org.apache.spark.sql.types.DataType.fromJson")(self.schema_json)
 
     @jvm_errors("read the executed plan's optimized plan")
     def optimized_plan(self) -> Any:
@@ -248,11 +260,14 @@ def positional_schema(df: DataFrame) -> str:
 
 
 @jvm_errors("compute the operator's result")
-def _collect_with_tasks(frame: DataFrame) -> list:
-    """``frame``'s rows as Arrow batches, each row with the partition (``task``) it is in."""
-    from pyspark.sql.functions import spark_partition_id
+def _collect_with_tasks(bridge: CatalystBridge, frame: DataFrame) -> list:
+    """``frame``'s rows (positional columns) as Arrow batches, each row with the partition
+    (``task``) it is in. One ``selectExpr`` call: a ``select`` of Columns costs py4j calls
+    per column."""
+    from pyspark.sql import DataFrame
 
-    return frame.select(*frame.columns, spark_partition_id().alias("task"))._collect_as_arrow()
+    tagged = frame._jdf.selectExpr(bridge.seq(["*", "spark_partition_id() AS task"]))
+    return DataFrame(tagged, frame.sparkSession)._collect_as_arrow()
 
 
 def _final_stage_rows(physical: Any) -> int | None:

@@ -4,10 +4,11 @@ that join optimizations (``criss.joins``) rebuild the plan from."""
 from __future__ import annotations
 
 import json
+import re
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.capture import file_relation_identity, node_at
+from criss.bridge.capture import file_relation_identity
 from criss.bridge.plans import analyzed_plan, optimized_plan
 from criss.bridge.rewrite import with_replacements
 from criss.qtree.plan import Expr, expression_tree
@@ -16,6 +17,13 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
     from criss.bridge.catalyst import CatalystBridge
+    from criss.qtree.plan import PlanNode
+
+
+#: Separates attributes in one ``mkString`` of a plan's output (never in a column name).
+_ATTRIBUTE_SEPARATOR = "\u0001"
+#: What follows "name#" in an attribute's toString: its exprId, then a type suffix.
+_EXPR_ID = re.compile(r"(\d+)")
 
 
 class JoinSide:
@@ -27,12 +35,22 @@ class JoinSide:
 
     @cached_property
     def columns(self) -> tuple[tuple[str, Any, int], ...]:
-        """(name, Spark SQL type as JSON, exprId) per output attribute, in order."""
+        """(name, Spark SQL type as JSON, exprId) per output attribute, in order.
+
+        Four py4j calls whatever the width (the schema's JSON and the attributes' strings,
+        "name#exprId<suffix>"), instead of three per attribute; an attribute string of
+        another shape is asked for attribute by attribute.
+        """
         output = self._plan.output()
-        return tuple(
-            (str(a.name()), json.loads(a.dataType().json()), int(a.exprId().id()))
-            for a in (output.apply(i) for i in range(output.size()))
-        )
+        fields = json.loads(self._plan.schema().json())["fields"]
+        texts = str(output.mkString(_ATTRIBUTE_SEPARATOR)).split(_ATTRIBUTE_SEPARATOR)
+        ids = [_expr_id(text, f["name"]) for text, f in zip(texts, fields, strict=False)]
+        if len(texts) != len(fields) or None in ids:
+            return tuple(
+                (str(a.name()), json.loads(a.dataType().json()), int(a.exprId().id()))
+                for a in (output.apply(i) for i in range(output.size()))
+            )
+        return tuple((f["name"], f["type"], i) for f, i in zip(fields, ids, strict=True))
 
     @cached_property
     def estimated_bytes(self) -> int:
@@ -40,21 +58,58 @@ class JoinSide:
         return int(str(self._plan.stats().sizeInBytes()))
 
 
+def _expr_id(text: str, name: str) -> int | None:
+    """The exprId in ``text``, an attribute's toString, if it is "``name``#<id>..."."""
+    if not text.startswith(name + "#"):
+        return None
+    found = _EXPR_ID.match(text, len(name) + 1)
+    return int(found[1]) if found else None
+
+
+#: Catalyst's JoinType objects (as the plan's JSON names them) → JoinType.sql.
+_JOIN_TYPES = {
+    "org.apache.spark.sql.catalyst.plans.Inner$": "INNER",
+    "org.apache.spark.sql.catalyst.plans.Cross$": "CROSS",
+    "org.apache.spark.sql.catalyst.plans.LeftOuter$": "LEFT OUTER",
+    "org.apache.spark.sql.catalyst.plans.RightOuter$": "RIGHT OUTER",
+    "org.apache.spark.sql.catalyst.plans.FullOuter$": "FULL OUTER",
+    "org.apache.spark.sql.catalyst.plans.LeftSemi$": "LEFT SEMI",
+    "org.apache.spark.sql.catalyst.plans.LeftAnti$": "LEFT ANTI",
+}
+
+
 class JoinSite:
     """A Join operator of an optimized plan, in plain Python for ``qtree``/``policies``.
 
     Its fields are fetched from the JVM on first use (every query's joins are listed, few
-    are of interest to any optimization).
+    are of interest to any optimization); ``args``, the join's arguments from the plan's
+    JSON when known, answer ``join_type`` without a call.
     """
 
-    def __init__(self, plan: JoinPlan, path: tuple[int, ...], node: Any) -> None:
+    def __init__(
+        self, plan: JoinPlan, path: tuple[int, ...], args: dict[str, Any] | None = None
+    ) -> None:
         self.path = path
-        self._plan, self._node = plan, node
+        self._plan, self._args = plan, args or {}
+
+    @cached_property
+    def _node(self) -> Any:
+        return self._plan.node_at(self.path)
 
     @cached_property
     def join_type(self) -> str:
-        """Catalyst's JoinType.sql: "INNER", "LEFT OUTER", "LEFT SEMI", ..."""
-        return str(self._node.joinType().sql())
+        """Catalyst's JoinType.sql: "INNER", "LEFT OUTER", "LEFT SEMI", ...; "EXISTENCE" for
+        the ExistenceJoin of an EXISTS under OR, whose ``sql`` throws."""
+        kind = self._args.get("joinType") or {}
+        known = _JOIN_TYPES.get(kind.get("object", ""))
+        if known is not None:
+            return known
+        jvm_type = self._node.joinType()
+        if kind.get("product-class", "").endswith(".ExistenceJoin") or (
+            str(jvm_type.getClass().getSimpleName()) == "ExistenceJoin"
+        ):
+            return "EXISTENCE"
+        return str(jvm_type.sql())
 
     @cached_property
     def condition(self) -> Expr | None:
@@ -67,11 +122,11 @@ class JoinSite:
 
     @cached_property
     def left(self) -> JoinSide:
-        return JoinSide(self._node.left())
+        return JoinSide(self._plan.node_at(self.path + (0,)))
 
     @cached_property
     def right(self) -> JoinSide:
-        return JoinSide(self._node.right())
+        return JoinSide(self._plan.node_at(self.path + (1,)))
 
     @cached_property
     def label(self) -> str:
@@ -90,10 +145,20 @@ class JoinPlan:
     replacements back under the original ancestors.
     """
 
-    def __init__(self, bridge: CatalystBridge, df: DataFrame, root: Any = None) -> None:
+    def __init__(
+        self, bridge: CatalystBridge, df: DataFrame, root: Any = None, tree: PlanNode | None = None
+    ) -> None:
+        """``tree``, the plain-Python tree of ``root`` (same paths, e.g. its capture's),
+        lists the joins without walking the JVM plan."""
         self.bridge = bridge
         self.root = root if root is not None else optimized_plan(df)
-        self.sites = self._find_joins()
+        #: JVM nodes fetched so far, by path (``node_at`` walks from the nearest one).
+        self._nodes: dict[tuple[int, ...], Any] = {(): self.root}
+        self.sites = (
+            [JoinSite(self, n.path, n.args) for n in tree.walk() if n.op == "Join"]
+            if tree is not None
+            else self._find_joins()
+        )
         #: path → JVM plan replacing the subtree there (see ``put``).
         self.replaced: dict[tuple[int, ...], Any] = {}
 
@@ -102,10 +167,11 @@ class JoinPlan:
         stack: list[tuple[tuple[int, ...], Any]] = [((), self.root)]
         while stack:
             path, node = stack.pop()
+            self._nodes[path] = node
             kids = node.children()
             stack.extend((path + (i,), kids.apply(i)) for i in reversed(range(kids.size())))
             if node.nodeName() == "Join":
-                sites.append(JoinSite(self, path, node))
+                sites.append(JoinSite(self, path))
         return sites
 
     def relations(self, path: tuple[int, ...], which: str) -> list[dict[str, Any]]:
@@ -124,7 +190,15 @@ class JoinPlan:
         return [identity for identity in found if identity is not None]
 
     def node_at(self, path: tuple[int, ...]) -> Any:
-        return node_at(self.root, path)
+        """The original plan's JVM node at ``path`` (replacements do not change it)."""
+        depth = len(path)
+        while path[:depth] not in self._nodes:
+            depth -= 1
+        node = self._nodes[path[:depth]]
+        for end in range(depth + 1, len(path) + 1):
+            node = node.children().apply(path[end - 1])
+            self._nodes[path[:end]] = node
+        return node
 
     def side(self, path: tuple[int, ...], which: str) -> DataFrame:
         """The join's ``left`` or ``right`` input as a DataFrame (same exprIds), including

@@ -41,9 +41,10 @@ class ReadPlans:
         schema_json: str,
         columns: tuple[int, ...] | None = None,
         order: tuple[SortKey, ...] = (),
+        table: Any = None,
     ) -> Any | None:
         """See ``CatalystBridge.cached_read_plan``."""
-        read_plan = self.read_plan(key, files, schema_json, order)
+        read_plan = self.read_plan(key, files, schema_json, order, table)
         if read_plan is None:
             return None
         new_attrs, old_attrs = read_plan.output(), original.output()
@@ -63,10 +64,16 @@ class ReadPlans:
         return bridge.project(bridge.seq(aliases), read_plan)
 
     def read_plan(
-        self, key: str, files: list[str], schema_json: str, order: tuple[SortKey, ...] = ()
+        self,
+        key: str,
+        files: list[str],
+        schema_json: str,
+        order: tuple[SortKey, ...] = (),
+        table: Any = None,
     ) -> Any | None:
         """The analyzed plan reading ``files`` (positional columns), rows in ``order`` if
-        given; None when ordering would need more rows on the driver than it sorts."""
+        given; None when ordering would need more rows on the driver than it sorts.
+        ``table``, if given, holds the files' rows (read on the driver without reading them)."""
         version = (key, tuple(files), order)
         cached = self._plans.get(version)
         if cached is not None:
@@ -76,15 +83,16 @@ class ReadPlans:
         spark = self.bridge.spark
         schema = StructType.fromJson(json.loads(schema_json))
         local_bytes = self._driver_bytes(files, schema)
+        if local_bytes is not None and files and table is None:
+            table = read_arrow(files)
         if order and files:
-            table = read_arrow(files) if local_bytes is not None else None
-            if table is None or table.num_rows > LOCAL_SORT_ROWS:
+            if local_bytes is None or table.num_rows > LOCAL_SORT_ROWS:
                 return None
-            reader = local_dataframe(spark, spark_order(table, order), schema)
+            reader = local_dataframe(self.bridge, spark_order(table, order), schema)
         elif not files:  # no rows (every partition empty): in any order
             reader = spark.createDataFrame([], schema)
         elif local_bytes is not None:
-            reader = local_dataframe(spark, read_arrow(files), schema)
+            reader = local_dataframe(self.bridge, table, schema)
         else:
             reader = spark.read.schema(schema).parquet(*files)
         plan = analyzed_plan(reader)
@@ -123,7 +131,7 @@ class ReadPlans:
         self._plans.clear()
 
 
-def local_dataframe(spark: Any, table: Any, schema: Any) -> Any:
+def local_dataframe(bridge: CatalystBridge, table: Any, schema: Any) -> Any:
     """A DataFrame over a local relation holding ``table``'s rows (Arrow, types Spark
     reads unchanged: see ``arrow_exact``), with ``schema``.
 
@@ -138,15 +146,15 @@ def local_dataframe(spark: Any, table: Any, schema: Any) -> Any:
     target = to_arrow_schema(schema)
     if table.schema.types != target.types:
         table = table.cast(target)
-    jvm = spark._jvm
+    spark, utils = bridge.spark, "org.apache.spark.sql.api.python.PythonSQLUtils"
     batches = table.to_batches()
     jiter = spark.sparkContext._serialize_to_jvm(
         batches,
         ArrowStreamSerializer(),
-        lambda path: jvm.PythonSQLUtils.readArrowStreamFromFile(path),
-        lambda: jvm.ArrowIteratorServer(),
+        lambda path: bridge.static(f"{utils}.readArrowStreamFromFile")(path),
+        lambda: bridge.static("org.apache.spark.sql.api.python.ArrowIteratorServer")(),
     )
-    jdf = jvm.PythonSQLUtils.toDataFrame(jiter, schema.json(), spark._jsparkSession)
+    jdf = bridge.static(f"{utils}.toDataFrame")(jiter, schema.json(), spark._jsparkSession)
     return DataFrame(jdf, spark)
 
 

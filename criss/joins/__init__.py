@@ -194,7 +194,7 @@ class JoinOptimizer:
         """
         if not self.optimizations or not _open_joins(tree, covered):
             return df, []  # no JVM walk for a query the cache serves whole
-        plan = self.session.bridge.join_plan(df, root=captured.root)
+        plan = self.session.bridge.join_plan(df, captured)
         if not plan.sites:
             return df, []
         context = JoinContext(self.session, counters, tree)

@@ -43,7 +43,7 @@ def materialize(work: Workspace, node: PlanNode) -> None:
     session.learning.learn_scan_rate(node, texec, work.replacements)
     session.learning.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
     _learn_from_execution(work, result, node, texec)
-    work.settle(key, result.schema_json, {}, stored)
+    work.settle(key, result.schema_json, {}, stored, table=result.written_table)
     work.place_read(node.path, key)
     work.counters["operators_cached"] += 1
 

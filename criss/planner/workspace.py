@@ -54,6 +54,8 @@ class Source:
 
     files: list[str]
     schema_json: str
+    #: The files' rows as Arrow, when this query wrote them on the driver just now.
+    table: Any = None
 
 
 @dataclass
@@ -103,6 +105,7 @@ class Workspace:
             source.schema_json,
             columns=columns,
             order=order,
+            table=source.table,
         )
 
     def plan_at(self, path: tuple[int, ...]) -> Any:
@@ -151,12 +154,23 @@ class Workspace:
             remove_staging(staged)
         return stored, staged
 
-    def settle(self, key: str, schema_json: str, kept: dict[int, str], stored: StoreResult):
+    def settle(
+        self,
+        key: str,
+        schema_json: str,
+        kept: dict[int, str],
+        stored: StoreResult,
+        table: Any = None,
+    ):
         """Files this query reads for ``key``: partitions it found plus those it computed.
 
         Built from this query's own knowledge, never from a fresh catalog read, so a
         concurrent writer of the same entry cannot add or remove partitions under it.
+        ``table``, every row just written (as Arrow), is read in their place when the
+        files hold exactly those rows.
         """
         files = list({**kept, **stored.files()}.values())
-        self.sources[key] = Source(files, schema_json)
+        if table is not None and (kept or table.num_rows != stored.rows):
+            table = None
+        self.sources[key] = Source(files, schema_json, table)
         self.counters["bytes_written"] += stored.bytes_written
