@@ -1,0 +1,131 @@
+"""What a first-seen query's result costs the user on each path that caches it, side by
+side in one SparkSession (issue 22: "no job of its own on first sight").
+
+- ``plain``: Spark alone.
+- ``job``: Criss as it is (``cs.sql``): the stages below the result run in ``cs.sql``, its
+  last stage is collected as Arrow and written (on the driver when small), and the user's
+  action reads a local relation built from those rows.
+- ``persist``: a design under study: the stages below run in the same way, the last one runs
+  in the user's own action over a DataFrame that Spark's columnar cache (``persist``) keeps
+  as a side effect; writing the cached partitions is left for after the action
+  (``background`` is that write's time, not counted in the foreground). Criss's planning
+  (capture, join analysis, match, decisions) runs first, as a dry run, so both Criss paths
+  pay it.
+
+Every path runs a statement of its own (fresh substitution parameters), in an order that
+rotates from one template to the next, so none gains from Spark's code cache or from going
+second. Ratios are each path's total over plain's.
+
+    .venv/bin/python -m experiments.first_sight_paths --sf 1 --rounds 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import criss
+from criss.bridge.execution import PartitionedResult, _collect_with_tasks
+from criss.sparksession import local_spark
+from criss.workload.tpch.data import register_views
+from criss.workload.tpch.queries import QUERY_IDS, statement
+
+PATHS = ("plain", "job", "persist")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sf", default="1")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    from pyspark import StorageLevel
+
+    spark = local_spark(app_name="first-sight-paths")
+    register_views(spark, Path("data/tpch") / f"sf{args.sf}")
+    cs = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-first-sight-"))
+    planner = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-dry-"), dry_run=True)
+    for qid in QUERY_IDS[:3]:  # JVM warm-up, not timed
+        spark.sql(statement(qid, seed=1).sql).collect()
+
+    def plain(sql: str) -> tuple[float, float, int]:
+        started = time.perf_counter()
+        rows = spark.sql(sql).collect()
+        return time.perf_counter() - started, 0.0, len(rows)
+
+    def job(sql: str) -> tuple[float, float, int]:
+        started = time.perf_counter()
+        rows = cs.sql(sql).collect()
+        return time.perf_counter() - started, 0.0, len(rows)
+
+    def persist(sql: str) -> tuple[float, float, int]:
+        started = time.perf_counter()
+        df = planner.sql(sql)  # Criss's planning, nothing acted on
+        frame = PartitionedResult(cs.bridge, df).frame().persist(StorageLevel.MEMORY_AND_DISK)
+        rows = frame.toDF(*df.columns).collect()
+        foreground = time.perf_counter() - started
+        started = time.perf_counter()
+        batches = _collect_with_tasks(cs.bridge, frame)  # read back from Spark's cache
+        background = time.perf_counter() - started
+        frame.unpersist()
+        assert sum(b.num_rows for b in batches) == len(rows)
+        return foreground, background, len(rows)
+
+    runners = {"plain": plain, "job": job, "persist": persist}
+    runs, seed, turn = [], 1000, 0
+    for round_ in range(args.rounds):
+        for qid in QUERY_IDS:
+            order = PATHS[turn % 3 :] + PATHS[: turn % 3]
+            turn += 1
+            for path in order:
+                seed += 1
+                seconds, background, rows = runners[path](statement(qid, seed=seed).sql)
+                runs.append(
+                    {
+                        "round": round_,
+                        "query": f"Q{qid}",
+                        "path": path,
+                        "seed": seed,
+                        "seconds": round(seconds, 4),
+                        "background": round(background, 4),
+                        "rows": rows,
+                    }
+                )
+            print(
+                " ".join(f"{r['path']} {r['seconds']:.2f}s" for r in runs[-3:]),
+                f"Q{qid}",
+                flush=True,
+            )
+    totals = {p: sum(r["seconds"] for r in runs if r["path"] == p) for p in PATHS}
+    summary = {
+        "totals": {p: round(t, 2) for p, t in totals.items()},
+        "ratios": {p: round(totals[p] / totals["plain"], 3) for p in PATHS},
+        "persist_background_seconds": round(
+            sum(r["background"] for r in runs if r["path"] == "persist"), 2
+        ),
+    }
+    print(json.dumps(summary, indent=1))
+    out = args.out or Path(f"experiments/results/issue22/first-sight-paths-sf{args.sf}.json")
+    out.write_text(
+        json.dumps(
+            {
+                "created": dt.datetime.now().isoformat(timespec="seconds"),
+                "sf": args.sf,
+                "rounds": args.rounds,
+                "summary": summary,
+                "runs": runs,
+            },
+            indent=1,
+        )
+    )
+    cs.close()
+    planner.close()
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
