@@ -37,20 +37,9 @@ from criss.workload.tpch.queries import QUERY_IDS, statement
 PATHS = ("plain", "job", "persist")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sf", default="1")
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args()
+def _paths(spark, cs, planner) -> dict:
+    """Each path as a function of a statement: (foreground s, background s, rows)."""
     from pyspark import StorageLevel
-
-    spark = local_spark(app_name="first-sight-paths")
-    register_views(spark, Path("data/tpch") / f"sf{args.sf}")
-    cs = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-first-sight-"))
-    planner = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-dry-"), dry_run=True)
-    for qid in QUERY_IDS[:3]:  # JVM warm-up, not timed
-        spark.sql(statement(qid, seed=1).sql).collect()
 
     def plain(sql: str) -> tuple[float, float, int]:
         started = time.perf_counter()
@@ -75,9 +64,13 @@ def main() -> None:
         assert sum(b.num_rows for b in batches) == len(rows)
         return foreground, background, len(rows)
 
-    runners = {"plain": plain, "job": job, "persist": persist}
+    return {"plain": plain, "job": job, "persist": persist}
+
+
+def _run(runners: dict, rounds: int) -> list[dict]:
+    """Every template ``rounds`` times per path, a new statement each, paths rotating."""
     runs, seed, turn = [], 1000, 0
-    for round_ in range(args.rounds):
+    for round_ in range(rounds):
         for qid in QUERY_IDS:
             order = PATHS[turn % 3 :] + PATHS[: turn % 3]
             turn += 1
@@ -95,25 +88,41 @@ def main() -> None:
                         "rows": rows,
                     }
                 )
-            print(
-                " ".join(f"{r['path']} {r['seconds']:.2f}s" for r in runs[-3:]),
-                f"Q{qid}",
-                flush=True,
-            )
+            print(" ".join(f"{r['path']} {r['seconds']:.2f}s" for r in runs[-3:]), f"Q{qid}")
+    return runs
+
+
+def _summary(runs: list[dict]) -> dict:
     totals = {p: sum(r["seconds"] for r in runs if r["path"] == p) for p in PATHS}
-    summary = {
+    background = sum(r["background"] for r in runs if r["path"] == "persist")
+    return {
         "totals": {p: round(t, 2) for p, t in totals.items()},
         "ratios": {p: round(totals[p] / totals["plain"], 3) for p in PATHS},
-        "persist_background_seconds": round(
-            sum(r["background"] for r in runs if r["path"] == "persist"), 2
-        ),
+        "persist_background_seconds": round(background, 2),
     }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sf", default="1")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    spark = local_spark(app_name="first-sight-paths")
+    register_views(spark, Path("data/tpch") / f"sf{args.sf}")
+    cs = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-first-sight-"))
+    planner = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-dry-"), dry_run=True)
+    for qid in QUERY_IDS[:3]:  # JVM warm-up, not timed
+        spark.sql(statement(qid, seed=1).sql).collect()
+    runs = _run(_paths(spark, cs, planner), args.rounds)
+    summary = _summary(runs)
     print(json.dumps(summary, indent=1))
     out = args.out or Path(f"experiments/results/issue22/first-sight-paths-sf{args.sf}.json")
+    created = dt.datetime.now().isoformat(timespec="seconds")
     out.write_text(
         json.dumps(
             {
-                "created": dt.datetime.now().isoformat(timespec="seconds"),
+                "created": created,
                 "sf": args.sf,
                 "rounds": args.rounds,
                 "summary": summary,

@@ -14,6 +14,7 @@ has one job:
 - ``joins``: a plan's joins and their inputs for join rewrites
 - ``bloom``: Bloom filter expressions for join rewrites
 - ``catalyst``: ``CatalystBridge``, the session-wide handle that ties them together
+- ``roundtrips``: counting the JVM round trips a step makes (for experiments)
 
 Spark-version differences are absorbed in this package only. Each py4j call costs about
 0.1 ms, so the bridge asks for whole strings (JSON, ``mkString``) rather than walking JVM
