@@ -102,12 +102,12 @@ class JoinSite:
         the ExistenceJoin of an EXISTS under OR, whose ``sql`` throws."""
         kind = self._args.get("joinType") or {}
         known = _JOIN_TYPES.get(kind.get("object", ""))
+        if known is None and kind.get("product-class", "").endswith(".ExistenceJoin"):
+            known = "EXISTENCE"
         if known is not None:
             return known
-        jvm_type = self._node.joinType()
-        if kind.get("product-class", "").endswith(".ExistenceJoin") or (
-            str(jvm_type.getClass().getSimpleName()) == "ExistenceJoin"
-        ):
+        jvm_type = self._node.joinType()  # arguments unknown: ask the JVM
+        if str(jvm_type.getClass().getSimpleName()) == "ExistenceJoin":
             return "EXISTENCE"
         return str(jvm_type.sql())
 
