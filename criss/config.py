@@ -85,6 +85,11 @@ class CrissOptions:
     #: the step's trip through a Python worker measured 1.08-1.60x a first occurrence's time
     #: here, the job 1.005-1.34x (experiments/results/issue22).
     write_through: bool = False
+    #: The user's own action computes a first-seen result into Spark's cache (persist) and
+    #: Criss writes its partitions from there after the action, off the user's path; off:
+    #: a materialization job inside ``cs.sql()`` writes it (1.03x against 1.12x plain
+    #: Spark's time on first sight at SF 1, experiments/results/issue22).
+    cache_in_action: bool = True
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
     #: Operators estimated to take less (from their input bytes) are not worth a separate
@@ -176,6 +181,7 @@ class CrissOptions:
         for name in (
             "eager_results",
             "write_through",
+            "cache_in_action",
             "enabled",
             "dry_run",
             "range_join",

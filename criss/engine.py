@@ -32,6 +32,13 @@ from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
 from criss.planner.explain import format_explain
 from criss.planner.learning import ExecutionFacts, Learning, facts_from_execution
+from criss.planner.spark_cache import (
+    PendingCache,
+    commit_cached,
+    fully_committed,
+    release_cached,
+    write_cached,
+)
 from criss.planner.writethrough import PendingWrite, commit_written  # noqa: TC001
 from criss.policies import get_policy
 from criss.qtree import QTree, canonicalize, fingerprint_tree
@@ -82,6 +89,8 @@ class CrissSession:
         self._planning = False
         #: Write-through steps handed out, by token, until what they wrote is committed.
         self._writes: dict[str, PendingWrite] = {}
+        #: Results handed out to be computed into Spark's cache, by token, until written.
+        self._caches: dict[str, PendingCache] = {}
         self.listener = self._listen()
 
     def _listen(self) -> ExecutionListener | None:
@@ -106,6 +115,7 @@ class CrissSession:
         wanted = self._watched.pop(finished.execution_id)
         if wanted is None and self._planning:
             return
+        self._write_cached(finished)
         writing = frozenset(w.key for w in list(self._writes.values()))
         if writing:
             # first, and apart: the next query waits for what its action wrote, not for
@@ -126,8 +136,24 @@ class CrissSession:
 
         self.learning.harvest_later(read, wanted)
 
-    def _watch(self, planned: DataFrame, record: QueryRecord) -> None:
-        """Remember which operators an action on ``planned`` itself will measure."""
+    def _write_cached(self, finished: FinishedExecution) -> None:
+        """After any action, write in the background what Spark's cache now holds of the
+        results handed out to be cached by their action."""
+        pending = [c for c in list(self._caches.values()) if not c.finished]
+        if not pending:
+            return
+
+        def write(ratio: float) -> ExecutionFacts | None:
+            return write_cached(self, pending, finished, ratio)
+
+        keys = frozenset(c.key for c in pending) | frozenset().union(
+            *(c.unmeasured for c in pending)
+        )
+        self.learning.harvest_later(write, keys)
+
+    def _watch(self, planned: DataFrame, record: QueryRecord, caches: list[PendingCache]) -> None:
+        """Remember which operators an action on ``planned`` itself will measure, and which
+        actions run on it (they fill the Spark cache of ``caches``)."""
         if self.listener is None:
             return
         wanted = frozenset(
@@ -136,8 +162,11 @@ class CrissSession:
             if o.looked_up and not o.reused and (o.stats is None or o.stats.texec is None)
         )
         try:
-            self._watched.put(execution_id(planned), wanted)
-            self._handed_out.put(plan_identity(planned), True)
+            action, identity = execution_id(planned), plan_identity(planned)
+            self._watched.put(action, wanted)
+            self._handed_out.put(identity, True)
+            for cached in caches:
+                cached.execution_id, cached.identity = action, identity
         except Exception as exc:  # the query is planned: failing here only costs statistics
             log.info("this query's actions will not be measured: %s", exc)
 
@@ -231,6 +260,9 @@ class CrissSession:
         for pending in self._writes.values():
             remove_staging(pending.staged)
         self._writes.clear()
+        for cached in self._caches.values():
+            release_cached(cached)
+        self._caches.clear()
         self.learning.close()
         self.history.close()
         self.cache.close()
@@ -257,18 +289,32 @@ class CrissSession:
             self.listener.wait_for_reports()
         self.counters["statistics_from_execution"] += self.learning.settle(needed)
         for facts in self.learning.take_written():
-            for step in facts.written:
-                pending = self._writes.get(step.token)
-                if pending is not None and not pending.dropped:
-                    known = self.qtree.get(pending.key)
-                    commit_written(
-                        self, pending, step, known.texec if known else None, facts.seconds
-                    )
-        if self._writes and self.learning.idle():
+            self._commit(facts)
+        idle = self.learning.idle()
+        for token, cached in list(self._caches.items()):
+            if cached.finished or (idle and cached.released) or fully_committed(cached):
+                release_cached(cached)  # written, or no action can cache more of it
+                del self._caches[token]
+        if self._writes and idle:
             for token, pending in list(self._writes.items()):
                 if pending.released:  # no action can write more: what is left is waste
                     remove_staging(pending.staged)
                     del self._writes[token]
+
+    def _commit(self, facts: ExecutionFacts) -> None:
+        """Cache what an action's write-through steps wrote, and what was written from
+        Spark's cache after it."""
+        for step in facts.written:
+            pending = self._writes.get(step.token)
+            if pending is not None and not pending.dropped:
+                known = self.qtree.get(pending.key)
+                commit_written(self, pending, step, known.texec if known else None, facts.seconds)
+        for write in facts.cached:
+            cached = self._caches.get(write.token)
+            if cached is None:
+                remove_staging(write.staged)
+            else:
+                commit_cached(self, cached, write)
 
     def canonical_tree(self, captured: CapturedPlan) -> PlanNode:
         """``captured``'s plan in canonical form with fingerprints (this session's rules);
@@ -293,23 +339,33 @@ class CrissSession:
         self._planning = True
         try:
             # what earlier actions wrote through is committed before this query looks
-            self.settle_harvests(needed=frozenset(w.key for w in self._writes.values()))
+            self.settle_harvests(needed=self._pending_keys())
             planned = plan_query(self, df, record, lease)
         except Exception as exc:  # any failure of Criss's own machinery: plain Spark runs it
             lease.release()
+            for cached in lease.caches:  # handed out to no one: free Spark's cache now
+                release_cached(cached)
             return self._fall_back(df, record, exc)
         finally:
             self._stop_planning()
         record.planning_seconds = time.perf_counter() - started - record.materialize_seconds
         for write in lease.writes:
             self._writes[write.token] = write
+        for cached in lease.caches:
+            self._caches[cached.token] = cached
         self._finish(planned, record)
         if not record.dry_run:
-            self._watch(planned, record)
+            self._watch(planned, record, lease.caches)
         if lease:
             # the entries (and uncached leftovers) this DataFrame reads live as long as it does
             weakref.finalize(planned, lease.release)
         return planned
+
+    def _pending_keys(self) -> frozenset[str]:
+        """Fingerprints whose partitions an action may have written, not yet committed."""
+        return frozenset(
+            [w.key for w in self._writes.values()] + [c.key for c in self._caches.values()]
+        )
 
     def _stop_planning(self) -> None:
         """Let Spark report Criss's own jobs of this planning while they are known as such."""

@@ -41,6 +41,8 @@ COUNTERS = (
     "entries_written_on_driver",
     "operators_written_through",
     "partitions_written_through",
+    "operators_cached_in_action",
+    "partitions_cached_in_action",
 )
 
 

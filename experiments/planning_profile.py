@@ -24,6 +24,7 @@ from pathlib import Path
 
 import criss
 from criss.bridge import canonicalized, executed_plan, optimized_plan, plan_json, tree_string
+from criss.bridge.execution import write_on_driver
 from criss.localio import read_arrow
 from criss.sparksession import local_spark
 from criss.workload.tpch.data import ensure_tpch, register_views
@@ -74,7 +75,7 @@ def materialize(spark, cs, qids=(6, 14, 4, 13, 16, 3, 10), runs: int = 3) -> dic
         staged = Path(tempfile.mkdtemp(prefix="criss-profile-"))
         try:
             if on_driver:
-                result._write_on_driver(result.frame(), staged)
+                write_on_driver(result.bridge, result.frame(), staged, result.width)
             else:
                 result.frame().write.mode("overwrite").parquet(str(staged))
             files = sorted(str(p) for p in staged.glob("part-*.parquet"))

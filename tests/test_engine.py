@@ -67,11 +67,13 @@ def test_the_record_says_where_planning_time_went_phase_by_phase(tpch, cs):
     sql = queries.statement(3, sf=0.01).sql
     first = cs.sql(sql)
     phases = cs.record(first).phase_seconds
-    # a first-seen result: captured, its stages prepared, its final stage written, read back
-    assert {"capture", "match", "prepare", "write", "read"} <= set(phases), phases
+    # a first-seen result: captured, its stages prepared; its final stage runs in the action
+    assert {"capture", "match", "prepare"} <= set(phases), phases
+    assert "write" not in phases and "read" not in phases
     assert all(seconds >= 0 for seconds in phases.values())
-    assert phases["prepare"] + phases["write"] <= cs.record(first).materialize_seconds + 1e-6
+    assert phases["prepare"] <= cs.record(first).materialize_seconds + 1e-6
     assert "time by phase (ms): capture" in cs.explain(first)
+    first.collect()
     again = cs.sql(sql)
     assert "prepare" not in cs.record(again).phase_seconds  # served: nothing computed
     assert cs.last_query_summary()["phase_seconds"]["read"] >= 0
@@ -157,7 +159,7 @@ def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tm
     scanned = "select * except (ts) from typed_t where id > 1"
     expected = {sql: spark.sql(sql).collect() for sql in (shuffled, scanned)}
     home = str(tmp_path / "home")
-    writer = criss.session(spark, home=home, write_through=False)  # a materialization job
+    writer = criss.session(spark, home=home, cache_in_action=False)  # a materialization job
     for sql, on_driver in ((shuffled, 1), (scanned, 0)):
         rows = writer.sql(sql).collect()
         assert sorted(map(repr, rows)) == sorted(map(repr, expected[sql]))
@@ -200,7 +202,7 @@ def test_rows_written_on_the_driver_are_read_in_place_without_reading_the_files_
     monkeypatch.setattr(
         rewrite, "read_arrow", lambda files: reads.append(files) or read_files(files)
     )
-    cs = criss.session(spark, home=str(tmp_path / "home"), write_through=False)
+    cs = criss.session(spark, home=str(tmp_path / "home"), cache_in_action=False)  # a job
     rows = cs.sql(shuffled).collect()
     assert sorted(map(repr, rows)) == sorted(map(repr, expected[shuffled]))
     assert cs.last_query_summary().get("entries_written_on_driver") == 1

@@ -170,23 +170,26 @@ def test_any_failure_while_planning_falls_back(tpch, cs, monkeypatch, error):
     assert cs.report()["entries"] == []  # nothing half-cached and left pinned
 
 
-def test_an_unwritable_tier_never_fails_the_query(tpch, tmp_path):
-    for write_through in (True, False):
-        cs = criss.session(
-            tpch, home=str(tmp_path / f"h{write_through}"), write_through=write_through
-        )
-        disk = cs.cache.tiers["disk"].root
-        shutil.rmtree(disk)
-        disk.write_text("not a directory")  # root ignores permissions; a file in the way does not
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            rows, summary = _run(cs, AGG)
-        assert_same_rows(rows, tpch.sql(AGG).collect())
-        assert summary.get("operators_cached", 0) == 0
-        # the action's tasks could not write: nothing is cached; a job of Criss's own fails
-        # inside cs.sql(), and the query falls back to plain Spark
-        assert bool(summary["fallback"]) is not write_through
-        cs.close()
+@pytest.mark.parametrize("mode", ["write_through", "cache_in_action", "job"])
+def test_an_unwritable_tier_never_fails_the_query(tpch, tmp_path, mode):
+    options = {
+        "write_through": {"write_through": True},
+        "cache_in_action": {},  # the default
+        "job": {"cache_in_action": False},
+    }[mode]
+    cs = criss.session(tpch, home=str(tmp_path / "h"), **options)
+    disk = cs.cache.tiers["disk"].root
+    shutil.rmtree(disk)
+    disk.write_text("not a directory")  # root ignores permissions; a file in the way does not
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        rows, summary = _run(cs, AGG)
+    assert_same_rows(rows, tpch.sql(AGG).collect())
+    assert summary.get("operators_cached", 0) == 0
+    # the action's tasks, or the write after it, could not write: nothing is cached; a job
+    # of Criss's own fails inside cs.sql(), and the query falls back to plain Spark
+    assert bool(summary["fallback"]) is (mode == "job")
+    cs.close()
 
 
 def _partition_files(cs):

@@ -108,18 +108,6 @@ def test_partitions_renumbered_above_the_step_are_never_cached(tpch, tmp_path):
         cs.close()
 
 
-def test_without_write_through_a_job_writes_and_explain_says_why(tpch, tmp_path):
-    cs = criss.session(tpch, home=str(tmp_path / "h"))  # the default
-    try:
-        got = {}
-        assert jobs_in(tpch, "wt-off", lambda: got.update(df=cs.sql(GROUPED))) > 0
-        assert cs.last_query_summary()["operators_cached"] == 1
-        assert "write-through is off" in cs.explain(got["df"])
-        assert_same_rows(got["df"].collect(), tpch.sql(GROUPED).collect())
-    finally:
-        cs.close()
-
-
 def test_a_type_arrow_may_change_is_written_by_a_job(tpch, tmp_path):
     sql = "select cast(o_orderdate as timestamp) as t, count(*) as n from orders group by 1"
     cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)

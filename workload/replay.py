@@ -180,6 +180,7 @@ def run_replay(
             if mode in sessions:
                 planned[mode].append(sessions[mode].last_record)
                 record["criss"] = _summary(planned[mode][-1])
+                record["background_seconds"] = _finish_background(sessions[mode])
             records[mode].append(record)
             if on_query:
                 on_query(mode, record)
@@ -197,6 +198,16 @@ def run_replay(
     for cs in sessions.values():
         cs.close()
     return result
+
+
+def _finish_background(cs: Any) -> float:
+    """Let Criss finish what it does after an action (writing what the action computed
+    into Spark's cache, reading statistics), untimed, as an analyst's think time would;
+    the seconds it took. Without this, that work would slow whichever query runs next,
+    plain Spark's half of the time."""
+    started = time.perf_counter()
+    cs.settle_harvests()
+    return round(time.perf_counter() - started, 4)
 
 
 def _summary(query: Any) -> dict[str, Any]:
@@ -242,7 +253,11 @@ def _results(
     spark: SparkSession,
 ) -> dict[str, Any]:
     modes = {
-        m: {"total_seconds": round(sum(r["seconds"] for r in recs), 4), "queries": recs}
+        m: {
+            "total_seconds": round(sum(r["seconds"] for r in recs), 4),
+            "background_seconds": round(sum(r.get("background_seconds", 0.0) for r in recs), 4),
+            "queries": recs,
+        }
         for m, recs in records.items()
     }
     result: dict[str, Any] = {
@@ -284,8 +299,13 @@ def compare_modes(baseline: dict[str, Any], other: dict[str, Any]) -> dict[str, 
         if b["checksum"] != o["checksum"]
     ]
     base, mine = baseline["total_seconds"], other["total_seconds"]
+    background = other.get("background_seconds", 0.0)
     return {
         "speedup": round(base / mine, 3) if mine else None,
+        # as if what Criss does after each action had kept the user waiting
+        "speedup_counting_background": (
+            round(base / (mine + background), 3) if mine + background else None
+        ),
         "time_saved_fraction": round(1 - mine / base, 4) if base else None,
         "checksums_match": not mismatches,
         "mismatched_positions": mismatches,

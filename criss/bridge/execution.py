@@ -113,20 +113,25 @@ class PartitionedResult:
         cost ~0.13 s more, per first occurrence of a query. True when written on the driver.
         """
         frame = self.frame(indices)
-        if indices != [] and self._fits_driver():
-            table = self._write_on_driver(frame, staged)
+        if indices != [] and self.fits_driver(self.driver_rows):
+            table = write_on_driver(self.bridge, frame, staged, self.width)
             if indices is None:
                 self.written_table = table
             return True
         frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
         return False
 
-    def _fits_driver(self) -> bool:
+    def fits_driver(self, rows: int | None) -> bool:
+        """Whether ``rows`` rows of this result are few enough to collect on the driver."""
         limit = self.bridge.local_read_bytes
-        if not limit or not all(arrow_exact(f.dataType) for f in self.df.schema.fields):
+        if not limit or rows is None or not self.arrow_exact:
             return False
-        rows = self.driver_rows
-        return rows is not None and rows <= LOCAL_SORT_ROWS and rows * self.row_width <= limit
+        return rows <= LOCAL_SORT_ROWS and rows * self.row_width <= limit
+
+    @cached_property
+    def arrow_exact(self) -> bool:
+        """Whether every column survives a trip through Arrow unchanged."""
+        return all(arrow_exact(f.dataType) for f in self.df.schema.fields)
 
     @cached_property
     def driver_rows(self) -> int | None:
@@ -143,40 +148,9 @@ class PartitionedResult:
                 return None
             raise
 
-    def _write_on_driver(self, frame: DataFrame, staged: str | os.PathLike) -> Any:
-        """Collect ``frame`` as Arrow and write each task's rows as its part file; the rows
-        (positional columns), or None if there are none."""
-        import uuid
-
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.parquet as pq
-
-        columns = [f"c{i}" for i in range(self.width)]
-        batches = _collect_with_tasks(self.bridge, frame)
-        os.makedirs(staged, exist_ok=True)
-        if not batches:
-            return None
-        table = pa.Table.from_batches(batches)
-        job = uuid.uuid4()
-        tasks = table.column("task")
-        for task in pc.unique(tasks).to_pylist():
-            rows = table.filter(pc.equal(tasks, task)).select(columns)
-            name = f"part-{task:05d}-{job}-c000.snappy.parquet"
-            pq.write_table(rows, os.path.join(staged, name), compression="snappy")
-        return table.select(columns)
-
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
-        from pyspark.sql import DataFrame
-
-        bridge, rdd = self.bridge, self.rdd
-        if indices is not None:
-            keep = bridge.seq(sorted(indices)).toSet()
-            rdd = bridge.static("org.apache.spark.rdd.PartitionPruningRDD.create")(rdd, keep)
-        spark = self.bridge.spark
-        jdf = spark._jsparkSession.internalCreateDataFrame(rdd, self._jvm_schema, False)
-        return DataFrame(jdf, spark)
+        return frame_over(self.bridge, self.rdd, self._jvm_schema, indices)
 
     @cached_property
     def _jvm_schema(self) -> Any:
@@ -259,8 +233,48 @@ def positional_schema(df: DataFrame) -> str:
     )
 
 
+def frame_over(
+    bridge: CatalystBridge, rdd: Any, jvm_schema: Any, indices: list[int] | None = None
+) -> DataFrame:
+    """A DataFrame over the JVM ``rdd`` of rows (all partitions, or only ``indices``: task
+    k then computes partition ``indices[k]``)."""
+    from pyspark.sql import DataFrame
+
+    if indices is not None:
+        keep = bridge.seq(sorted(indices)).toSet()
+        rdd = bridge.static("org.apache.spark.rdd.PartitionPruningRDD.create")(rdd, keep)
+    spark = bridge.spark
+    return DataFrame(spark._jsparkSession.internalCreateDataFrame(rdd, jvm_schema, False), spark)
+
+
+def write_on_driver(
+    bridge: CatalystBridge, frame: DataFrame, staged: str | os.PathLike, width: int
+) -> Any:
+    """Collect ``frame`` (``width`` positional columns) as Arrow and write each task's rows
+    as its part file; the rows, or None if there are none."""
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    columns = [f"c{i}" for i in range(width)]
+    batches = collect_with_tasks(bridge, frame)
+    os.makedirs(staged, exist_ok=True)
+    if not batches:
+        return None
+    table = pa.Table.from_batches(batches)
+    job = uuid.uuid4()
+    tasks = table.column("task")
+    for task in pc.unique(tasks).to_pylist():
+        rows = table.filter(pc.equal(tasks, task)).select(columns)
+        name = f"part-{task:05d}-{job}-c000.snappy.parquet"
+        pq.write_table(rows, os.path.join(staged, name), compression="snappy")
+    return table.select(columns)
+
+
 @jvm_errors("compute the operator's result")
-def _collect_with_tasks(bridge: CatalystBridge, frame: DataFrame) -> list:
+def collect_with_tasks(bridge: CatalystBridge, frame: DataFrame) -> list:
     """``frame``'s rows (positional columns) as Arrow batches, each row with the partition
     (``task``) it is in. One ``selectExpr`` call: a ``select`` of Columns costs py4j calls
     per column."""

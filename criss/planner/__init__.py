@@ -21,8 +21,10 @@ from criss.planner.decide import caching_rules, chosen_paths, decide_operators, 
 from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import serve, would_serve
+from criss.planner.spark_cache import cache_in_action
 from criss.planner.workspace import Lease, Workspace
 from criss.planner.writethrough import write_through
+from criss.qtree.plan import PlanNode
 from criss.records import QueryRecord
 
 if TYPE_CHECKING:
@@ -62,9 +64,8 @@ def plan_query(
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
     if chosen:
-        # the user's action writes them; else a job of Criss's own, and the record says why
-        with record.timed("write-through"):
-            record.job_reason = write_through(work, chosen)
+        # the user's action computes them; else a job of Criss's own, and the record says why
+        record.job_reason = _cache_by_action(work, chosen)
         if record.job_reason is not None:
             for node in chosen:
                 materialize(work, node)
@@ -75,3 +76,12 @@ def plan_query(
         return session.bridge.dataframe_of(
             session.bridge.substitute(capture.captured, work.replacements)
         )
+
+
+def _cache_by_action(work: Workspace, chosen: list[PlanNode]) -> str | None:
+    """Let the user's action compute what was chosen: through write-through steps when
+    they are on, else into Spark's cache. None, or why a job must write it instead."""
+    if work.session.options.write_through:
+        with work.record.timed("write-through"):
+            return write_through(work, chosen)
+    return cache_in_action(work, chosen)

@@ -25,6 +25,12 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
             "by the tasks of this DataFrame's own action (write-through), each partition as it "
             "finishes, and cached when Spark reports the action"
         )
+    elif record.counters.get("operators_cached_in_action"):
+        lines.append(
+            f"  {record.counters['operators_cached_in_action']} result(s) to cache are computed "
+            "by this DataFrame's own action into Spark's cache (its stages below ran in "
+            "cs.sql), and written to Criss's tiers from there after the action"
+        )
     elif record.job_reason:
         lines.append(f"  written by a materialization job, not by the action: {record.job_reason}")
     for choice in record.joins:
@@ -66,6 +72,8 @@ def _state(record: QueryRecord, d: OperatorRecord) -> str:
         how = ""
         if record.counters.get("operators_written_through") and not record.dry_run:
             how = " by its action (write-through)"
+        elif record.counters.get("operators_cached_in_action") and not record.dry_run:
+            how = " by its action (Spark's cache)"
         return f"{verb}{d.cached[:12]}{how}: {describe(d.decision)}"
     if not d.looked_up:
         return f"never matched; not cached: {describe(d.decision)}"

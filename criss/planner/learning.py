@@ -58,6 +58,8 @@ class ExecutionFacts:
     result_bytes: int | None = None
     #: The action's write-through steps (criss.bridge.WrittenStep): what they wrote.
     written: list[Any] = field(default_factory=list)
+    #: Partitions written from Spark's cache (criss.planner.spark_cache.CachedWrite).
+    cached: list[Any] = field(default_factory=list)
 
 
 class Learning:
@@ -179,10 +181,10 @@ class Learning:
         self.harvest_seconds += seconds
         if facts is None:
             return 0
-        self.executions_read += bool(facts.statistics) or not facts.written
+        self.executions_read += bool(facts.statistics) or not (facts.written or facts.cached)
         self.qtree.record_executions(facts.statistics)
         self.learn_from_run(facts)
-        if facts.written:
+        if facts.written or facts.cached:
             self._written.append(facts)
         return len(facts.statistics)
 
@@ -255,7 +257,7 @@ def facts_from_execution(
     knows)."""
     captured, metrics = finished.statistics(session.bridge)
     tree = session.canonical_tree(captured)
-    if any(leaf.op == "LogicalRDD" for leaf in tree.leaves()):
+    if any(leaf.op in ("LogicalRDD", "InMemoryRelation") for leaf in tree.leaves()):
         return None
     partial = _read_partially(tree)
     wanted = {

@@ -30,17 +30,22 @@ class Lease:
         #: Write-through steps in the plan (criss.planner.writethrough.PendingWrite): their
         #: files outlive the DataFrame until the session commits what its actions wrote.
         self.writes: list[Any] = []
+        #: Results the action computes into Spark's cache (criss.planner.spark_cache.
+        #: PendingCache): freed once written, or once this DataFrame is gone.
+        self.caches: list[Any] = []
 
     def pin(self, key: str) -> None:
         self.cache.pin([key])
         self.pinned.append(key)
 
     def __bool__(self) -> bool:
-        return bool(self.pinned or self.leftover_dirs or self.writes)
+        return bool(self.pinned or self.leftover_dirs or self.writes or self.caches)
 
     def release(self) -> None:
         for write in self.writes:
             write.released = True
+        for cached in self.caches:
+            cached.released = True
         keys, self.pinned = self.pinned, []
         self.cache.unpin(keys)
         dirs, self.leftover_dirs = self.leftover_dirs, []

@@ -1,0 +1,280 @@
+"""Act, part two (the default): the user's own action computes what was chosen, into Spark's
+cache, and Criss writes it from there after the action.
+
+For each chosen operator the stages below its final one run in ``cs.sql()`` as for a
+materialization (their layout is the bitmap's), and the plan handed out reads the final
+stage through Spark's columnar cache (``criss.bridge.spark_cache``). The action runs that
+stage once, as plain Spark would; when Spark reports it, a background task writes the
+partitions the cache holds (all after ``collect()``, some after ``show()``) and the next
+query, or ``report()``, commits them as the entry's bitmap. Nothing is committed before its
+file is written, and the rows are those of the files the query was planned with.
+
+Measured at SF 1 (experiments/results/issue22/first-sight-paths-sf1.json): 1.03x plain
+Spark on first sight, against 1.12x for a job of Criss's own and 1.08-1.60x for a
+write-through step's trip through a Python worker.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from criss.bridge.spark_cache import CachedResult
+from criss.errors import StorageError
+from criss.planner.learning import ExecutionFacts, statistics_from_metrics
+from criss.planner.workspace import Workspace
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import storable
+from criss.storage.cache import remove_staging, staged_files
+
+if TYPE_CHECKING:
+    from criss.bridge import FinishedExecution
+    from criss.engine import CrissSession
+
+log = logging.getLogger("criss")
+
+
+@dataclass
+class PendingCache:
+    """A result handed out to be computed into Spark's cache, not (fully) written yet."""
+
+    token: str
+    key: str
+    node: PlanNode
+    cached: CachedResult
+    #: Seconds the stages below the final one took in ``cs.sql()`` (part of its Texec).
+    prepare_seconds: float
+    #: Paths the query served from the cache (their table bytes were not read).
+    served: tuple[tuple[int, ...], ...]
+    #: Operators under it that lack statistics: the executed plan gives them some.
+    unmeasured: frozenset[str]
+    record: Any = field(default=None, repr=False)
+    #: The DataFrame handed out: its action's execution id and its plan's JVM identity
+    #: (see criss.bridge.execution_id, plan_identity), once known.
+    execution_id: int | None = None
+    identity: int | None = None
+    #: Partitions written so far (by the background task, which alone changes it).
+    written: set[int] = field(default_factory=set)
+    #: Partitions whose written files were offered to the cache (by the session's thread).
+    committed: set[int] = field(default_factory=set)
+    #: The DataFrame handed out is gone: no action can cache more partitions.
+    released: bool = False
+    #: Freed from Spark's cache; nothing more will be written.
+    finished: bool = False
+
+
+@dataclass(frozen=True)
+class CachedWrite:
+    """Partitions a background task wrote from Spark's cache for one pending result."""
+
+    token: str
+    staged: Path
+    indices: list[int]
+    #: Seconds of the action that computed them (Spark's own measure).
+    action_seconds: float
+    on_driver: bool
+
+
+def cache_in_action(work: Workspace, nodes: list[PlanNode]) -> str | None:
+    """Hand out ``nodes``' results read from Spark's cache, which the user's action fills;
+    None, or why that cannot be done (nothing was changed: a job writes them)."""
+    session = work.session
+    if not session.options.cache_in_action:
+        return "caching in the action is off (cache_in_action=False)"
+    if session.listener is None:
+        return "no execution listener: Spark could not report the action"
+    placed: dict[str, CachedResult] = {}
+    for node in nodes:  # deepest first: a higher result's plan reads the lower one's cache
+        key = node.fingerprint
+        if key not in placed:
+            placed[key] = _prepare(work, node)
+        original = work.captured.node_at(node.path)
+        work.replacements[node.path] = placed[key].plan_for(original)
+    return None
+
+
+def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
+    """Run the stages below ``node``'s final one and persist the final one's output."""
+    started = time.perf_counter()
+    try:
+        with work.record.timed("prepare"):
+            cached = CachedResult(work.partitioned(node.path))
+    finally:
+        work.record.materialize_seconds += time.perf_counter() - started
+    work.counters["operators_cached_in_action"] += 1
+    observations = work.matched.observations
+    unmeasured = frozenset(
+        n.fingerprint
+        for n in node.walk()
+        if n is not node
+        and storable(n)
+        and n.fingerprint in observations
+        and not observations[n.fingerprint].stats.has_stats
+    )
+    pending = PendingCache(
+        token=uuid.uuid4().hex[:16],
+        key=node.fingerprint,
+        node=node,
+        cached=cached,
+        prepare_seconds=time.perf_counter() - started,
+        served=tuple(work.replacements),
+        unmeasured=unmeasured,
+        record=work.record,
+    )
+    if cached.num_partitions == 0:  # nothing for the action to compute: cached as it is
+        _store(work.session, pending, CachedWrite(pending.token, Path(), [], 0.0, False))
+        release_cached(pending)
+    else:
+        work.lease.caches.append(pending)
+    return cached
+
+
+def write_cached(
+    session: CrissSession,
+    pending: list[PendingCache],
+    finished: FinishedExecution,
+    parquet_ratio: float,
+) -> ExecutionFacts | None:
+    """After the action ``finished``, write the partitions Spark's cache holds that are
+    not written yet (in the background), and read statistics of the operators under a
+    result once all of it has run.
+
+    A result partly in the cache is written only after an action on its own DataFrame
+    (a ``show()``), or once that DataFrame is gone: another action may end while the
+    result's own is still filling the cache.
+    """
+    action_seconds = finished.seconds
+    writes: list[CachedWrite] = []
+    statistics: dict[str, tuple[float, int, int]] = {}
+    for item in pending:
+        if item.finished:
+            continue
+        cached = item.cached.cached_partitions()
+        if len(cached) < item.cached.num_partitions and not (
+            item.released or _ran_on(session, item, finished)
+        ):
+            continue
+        indices = [i for i in cached if i not in item.written]
+        if not indices:
+            continue
+        staged = session.cache.staging_dir(item.key)
+        try:
+            on_driver = item.cached.write(staged, indices)
+        except Exception:
+            remove_staging(staged)
+            raise
+        item.written.update(indices)
+        writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver))
+        if len(item.written) == item.cached.num_partitions:
+            item.cached.unpersist()  # its files hold it now: free Spark's memory at once
+        if len(indices) == item.cached.num_partitions and item.unmeasured:
+            texec = item.prepare_seconds + action_seconds
+            statistics.update(_executed_statistics(session, item, texec, parquet_ratio))
+    if not writes:
+        return None
+    return ExecutionFacts(statistics, seconds=action_seconds, cached=writes)
+
+
+def _ran_on(session: CrissSession, item: PendingCache, finished: FinishedExecution) -> bool:
+    """Whether ``finished`` was an action on ``item``'s DataFrame (or one built on it)."""
+    if item.execution_id is not None and finished.execution_id == item.execution_id:
+        return True
+    return item.identity is not None and finished.built_on(session.bridge, {item.identity})
+
+
+def _executed_statistics(
+    session: CrissSession, item: PendingCache, texec: float, parquet_ratio: float
+) -> dict[str, tuple[float, int, int]]:
+    """Statistics of the operators under ``item`` that lack some, off the plan that ran
+    (the action ran the same physical operators as the stages in ``cs.sql()``)."""
+    result = item.cached.result
+    metrics = result.operator_metrics()
+    captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
+    executed = session.canonical_tree(captured)
+    return statistics_from_metrics(executed, metrics, item.unmeasured, texec, parquet_ratio)
+
+
+def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
+    """Cache the partitions ``write`` holds as ``pending``'s entry; how many were stored.
+
+    A new entry is opened with the layout the stages ran with; an entry of that layout
+    that lacks partitions gets the ones it lacks; an entry cached meanwhile under another
+    layout is kept as it is.
+    """
+    try:
+        if pending.finished:
+            return 0
+        return _store(session, pending, write)
+    finally:
+        pending.committed.update(write.indices)
+        remove_staging(write.staged)
+
+
+def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
+    cache, cached = session.cache, pending.cached
+    files = staged_files(write.staged, write.indices)
+    total_bytes = sum(p.stat().st_size for p in files.values() if p is not None)
+    everything = len(write.indices) == cached.num_partitions
+    texec = pending.prepare_seconds + write.action_seconds
+    entry, opened = cache.lookup(pending.key), False
+    if entry is not None and (entry.num_partitions, entry.layout) == (
+        cached.num_partitions,
+        cached.layout,
+    ):
+        missing = set(entry.missing)
+        files = {i: p for i, p in files.items() if i in missing}
+        if not files:
+            return 0
+    elif entry is not None and entry.bitmap:
+        return 0  # cached meanwhile under another layout: keep what is there
+    else:
+        try:
+            entry = cache.begin(
+                pending.key,
+                op=pending.node.op,
+                schema_json=cached.result.schema_json,
+                num_partitions=cached.num_partitions,
+                layout=cached.layout,
+                texec=texec,
+                total_bytes=total_bytes,
+            )
+        except StorageError:
+            return 0  # another application reads an old version of it
+        opened = True
+    stored = cache.store_files(entry, files)
+    session.written_through(
+        pending.record,
+        {
+            "operators_cached": int(opened and bool(stored.stored or not files)),
+            "partitions_cached_in_action": len(stored.stored),
+            "entries_written_on_driver": int(write.on_driver),
+            "bytes_written": stored.bytes_written,
+        },
+    )
+    if everything and len(stored.stored) == cached.num_partitions:
+        _learn(session, pending, texec, stored)
+    return len(stored.stored)
+
+
+def _learn(session: CrissSession, pending: PendingCache, texec: float, stored: Any) -> None:
+    """The whole result, measured: its Texec (stages below in ``cs.sql()`` plus the
+    action) and its size as stored."""
+    learning = session.learning
+    session.qtree.record_stats(pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
+    learning.learn_scan_rate(pending.node, texec, pending.served)
+    learning.learn_parquet_ratio(stored.rows, pending.cached.result.row_width, stored.bytes)
+
+
+def fully_committed(pending: PendingCache) -> bool:
+    """Whether every partition of ``pending`` was written and offered to the cache."""
+    return len(pending.committed) == pending.cached.num_partitions
+
+
+def release_cached(pending: PendingCache) -> None:
+    """Free ``pending``'s blocks in Spark's cache: nothing more of it will be written."""
+    pending.finished = True
+    pending.cached.unpersist()

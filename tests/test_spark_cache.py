@@ -1,0 +1,221 @@
+"""Caching in the user's action (the default): a first-seen result's final stage runs in the
+user's own action, into Spark's cache, and Criss writes the partitions it holds afterwards.
+A ``show()`` leaves the partitions it computed; the next query completes the rest."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+from rowcompare import assert_same_rows
+from sparkjobs import jobs_in
+
+import criss
+from criss.bridge.spark_cache import CachedResult
+from criss.qtree.rewrite import result_node
+
+GROUPED = """
+    select o_orderpriority, count(*) as n, sum(o_totalprice) as total
+    from orders where o_orderdate >= date'1995-01-01'
+    group by o_orderpriority
+"""
+#: Hundreds of rows in each shuffle partition: ``show()`` needs only the first one.
+PER_CUSTOMER = """
+    select o_custkey, count(*) as n, sum(o_totalprice) as total
+    from orders group by o_custkey
+"""
+
+
+def _result_key(cs, spark, sql) -> str:
+    return result_node(cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))).fingerprint
+
+
+def _persisted_rdds(spark) -> int:
+    return int(spark.sparkContext._jsc.getPersistentRDDs().size())
+
+
+@pytest.fixture
+def persisted(tpch):
+    """How many more RDDs Spark's cache holds than when the test began (earlier tests may
+    leave sessions that still hold some)."""
+    before = _persisted_rdds(tpch)
+    return lambda: _persisted_rdds(tpch) - before
+
+
+def test_a_first_seen_result_is_computed_by_the_users_action_and_cached_after_it(
+    tpch, tmp_path, persisted
+):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, GROUPED)
+        got = {}
+        planning = jobs_in(tpch, "sc-plan", lambda: got.update(df=cs.sql(GROUPED)))
+        assert "by its action (Spark's cache)" in cs.explain(got["df"])
+        assert cs.cache.lookup(key) is None  # nothing is written before the action runs
+
+        plain = jobs_in(tpch, "sc-plain", lambda: got.update(plain=tpch.sql(GROUPED).collect()))
+        action = jobs_in(tpch, "sc-action", lambda: got.update(rows=got["df"].collect()))
+        # the stages below the result ran in cs.sql, the last one in the action: no more
+        # jobs than plain Spark runs (the cached blocks are read back afterwards, apart)
+        assert planning + action == plain, (planning, action, plain)
+        assert action >= 1
+        assert_same_rows(got["rows"], got["plain"])
+
+        report = cs.report()  # Spark reported the action: its partitions are committed
+        entry = cs.cache.lookup(key)
+        assert entry is not None and entry.complete
+        assert report["counters"]["partitions_cached_in_action"] == entry.num_partitions
+        assert report["counters"]["operators_cached"] == 1
+        assert cs.qtree.get(key).texec > 0 and cs.qtree.get(key).rows == len(got["rows"])
+        assert persisted() <= 0  # written: Spark's copy is freed
+
+        again = cs.sql(GROUPED)
+        assert cs.last_query_summary()["operators_reused"] == 1
+        assert_same_rows(again.collect(), got["plain"])
+        assert_same_rows(got["df"].collect(), got["plain"])  # the first DataFrame still runs
+    finally:
+        cs.close()
+
+
+def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, PER_CUSTOMER)
+        cs.sql(PER_CUSTOMER).show(5)  # computes the first partition only
+        cs.report()
+        entry = cs.cache.lookup(key)
+        assert entry is not None and entry.num_partitions == 4
+        assert list(entry.bitmap) == [0] and entry.missing == [1, 2, 3]
+
+        again = cs.sql(PER_CUSTOMER)
+        summary = cs.last_query_summary()
+        assert summary["operators_reused"] == 1
+        assert (summary["partitions_reused"], summary["partitions_recomputed"]) == (1, 3)
+        assert_same_rows(again.collect(), tpch.sql(PER_CUSTOMER).collect())
+        assert cs.cache.lookup(key).complete
+    finally:
+        cs.close()
+
+
+def test_a_later_action_on_the_same_dataframe_adds_the_partitions_it_computed(
+    tpch, tmp_path, no_coalescing, persisted
+):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, PER_CUSTOMER)
+        df = cs.sql(PER_CUSTOMER)
+        df.show(5)
+        cs.report()
+        assert list(cs.cache.lookup(key).bitmap) == [0]
+        assert_same_rows(df.collect(), tpch.sql(PER_CUSTOMER).collect())
+        cs.report()
+        assert cs.cache.lookup(key).complete
+        assert cs.report()["counters"]["partitions_cached_in_action"] == 4
+        assert persisted() <= 0
+    finally:
+        cs.close()
+
+
+def test_a_dataframe_never_acted_on_caches_nothing_and_frees_sparks_cache(
+    tpch, tmp_path, persisted
+):
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, GROUPED)
+        df = cs.sql(GROUPED)
+        assert persisted() == 1
+        del df
+        gc.collect()
+        cs.report()
+        assert cs.cache.lookup(key) is None
+        assert persisted() <= 0
+        assert not list(cs.cache.staging_dir(key).parent.glob(f"stage.{key}.*"))
+    finally:
+        cs.close()
+
+
+def test_a_failed_write_from_the_cache_costs_only_the_caching(
+    tpch, tmp_path, monkeypatch, persisted
+):
+    def broken(self, staged, indices):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(CachedResult, "write", broken)
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = _result_key(cs, tpch, GROUPED)
+        rows = cs.sql(GROUPED).collect()
+        assert_same_rows(rows, tpch.sql(GROUPED).collect())
+        report = cs.report()
+        assert cs.cache.lookup(key) is None
+        assert report["counters"]["fallbacks"] == 0
+        assert_same_rows(cs.sql(GROUPED).collect(), rows)  # planned again, still right
+    finally:
+        cs.close()
+    assert persisted() <= 0
+
+
+def test_input_files_changed_before_the_action_are_never_served(tpch, tmp_path):
+    """Files added between ``cs.sql()`` and the action: what the action cached belongs to
+    the files it was planned with, so the next query (over the new files) recomputes and
+    returns the new rows, as plain Spark does."""
+    table = str(tmp_path / "changing")
+    tpch.range(0, 3000).selectExpr("id % 7 as k", "id as v").write.parquet(table)
+    tpch.read.parquet(table).createOrReplaceTempView("sc_changing")
+    sql = "select k, count(*) as n, sum(v) as s from sc_changing group by k"
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        df = cs.sql(sql)
+        tpch.range(3000, 4000).selectExpr("id % 7 as k", "id as v").write.mode("append").parquet(
+            table
+        )
+        assert sum(r.n for r in df.collect()) == 3000  # the files it was planned with
+        assert cs.report()["counters"]["operators_cached"] == 1
+
+        again = cs.sql(sql)
+        rows = again.collect()
+        tpch.read.parquet(table).createOrReplaceTempView("sc_fresh")
+        expected = tpch.sql(sql.replace("sc_changing", "sc_fresh")).collect()
+        assert_same_rows(rows, expected)
+        assert sum(r.n for r in rows) == 4000
+        assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(again)
+    finally:
+        cs.close()
+
+
+@pytest.mark.parametrize("option", ["cache_in_action", "listener"])
+def test_without_caching_in_the_action_a_job_writes_and_explain_says_why(
+    tpch, tmp_path, option, monkeypatch
+):
+    options = {"cache_in_action": False} if option == "cache_in_action" else {}
+    if option == "listener":
+        monkeypatch.setattr(criss.engine.CrissSession, "_listen", lambda self: None)
+    cs = criss.session(tpch, home=str(tmp_path / "h"), **options)
+    try:
+        df = cs.sql(GROUPED)
+        assert cs.last_query_summary()["operators_cached"] == 1  # by the job, in cs.sql
+        reason = "caching in the action is off" if option == "cache_in_action" else "listener"
+        assert reason in cs.explain(df)
+        assert_same_rows(df.collect(), tpch.sql(GROUPED).collect())
+    finally:
+        cs.close()
+
+
+def test_a_planning_failure_after_the_cache_was_prepared_frees_it(
+    tpch, tmp_path, monkeypatch, persisted
+):
+    import criss.planner as planner
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("records on fire")
+
+    monkeypatch.setattr(planner, "operator_records", broken)
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        with pytest.warns(RuntimeWarning, match="records on fire"):
+            df = cs.sql(GROUPED)
+        assert cs.last_query_summary()["fallback"]
+        assert persisted() <= 0  # prepared, then handed out to no one
+        assert_same_rows(df.collect(), tpch.sql(GROUPED).collect())
+    finally:
+        cs.close()
