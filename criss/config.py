@@ -48,6 +48,8 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
 MEDIA = ("hybrid", "memory", "disk")
 GRANULARITIES = ("partition", "operator")
 REUSE_SCOPES = ("operators", "results")
+#: ``join_measurements``: when a join input's key counts are measured (a Spark job).
+JOIN_MEASUREMENTS = ("after-action", "planning")
 #: ``range_join_method``: ``auto`` lets the cost model choose; the others force a method
 #: where it applies (criss.policies.joins.METHODS).
 RANGE_JOIN_METHODS = ("auto", *METHODS)
@@ -136,6 +138,11 @@ class CrissOptions:
     semi_prefilter: bool = True
     bloom_join: bool = True
     runtime_filters: bool = True
+    #: When a recurring join input's rows and key counts are measured (one Spark job per
+    #: input, once): ``after-action``, in the background after the query's action, used from
+    #: the next query on (a first occurrence costs what plain Spark costs); ``planning``:
+    #: inside ``cs.sql()``, so this very query may be rewritten.
+    join_measurements: str = "after-action"
     #: Range joins: the rewrite must save this many seconds and be this many times cheaper
     #: than Spark's nested loop (tests set 0 and 1 to rewrite tiny joins).
     range_join_min_seconds: float = RangeJoinModel.min_seconds
@@ -215,6 +222,7 @@ class CrissOptions:
             ("media", MEDIA),
             ("granularity", GRANULARITIES),
             ("reuse_scope", REUSE_SCOPES),
+            ("join_measurements", JOIN_MEASUREMENTS),
             ("range_join_method", RANGE_JOIN_METHODS),
         ):
             if name in out and out[name] not in allowed:

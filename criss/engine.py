@@ -13,7 +13,7 @@ import time
 import warnings
 import weakref
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge import (
@@ -91,6 +91,8 @@ class CrissSession:
         self._writes: dict[str, PendingWrite] = {}
         #: Results handed out to be computed into Spark's cache, by token, until written.
         self._caches: dict[str, PendingCache] = {}
+        #: Join key measurements to run after the next action, by meta key.
+        self._measurements: dict[str, Callable[[], dict[str, Any]]] = {}
         self.listener = self._listen()
 
     def _listen(self) -> ExecutionListener | None:
@@ -116,6 +118,7 @@ class CrissSession:
         if wanted is None and self._planning:
             return
         self._write_cached(finished)
+        self._measure_now()
         writing = frozenset(w.key for w in list(self._writes.values()))
         if writing:
             # first, and apart: the next query waits for what its action wrote, not for
@@ -150,6 +153,21 @@ class CrissSession:
             *(c.unmeasured for c in pending)
         )
         self.learning.harvest_later(write, keys)
+
+    def measure_after_action(self, key: str, measure: Callable[[], dict[str, Any]]) -> None:
+        """Run ``measure`` (a join input's key counts, one Spark job) in the background
+        after the next action, and keep what it returns in the QTree's meta under ``key``."""
+        self._measurements.setdefault(key, measure)
+
+    def _measure_now(self) -> None:
+        pending, self._measurements = self._measurements, {}
+        if not pending:
+            return
+
+        def measure(ratio: float) -> ExecutionFacts:
+            return ExecutionFacts(measured={key: run() for key, run in pending.items()})
+
+        self.learning.harvest_later(measure, frozenset())
 
     def _watch(self, planned: DataFrame, record: QueryRecord, caches: list[PendingCache]) -> None:
         """Remember which operators an action on ``planned`` itself will measure, and which
@@ -288,6 +306,8 @@ class CrissSession:
         if drain and self.listener is not None:
             self.listener.wait_for_reports()
         self.counters["statistics_from_execution"] += self.learning.settle(needed)
+        self.counters["join_key_measurements"] += self.learning.measurements
+        self.learning.measurements = 0
         for facts in self.learning.take_written():
             self._commit(facts)
         idle = self.learning.idle()

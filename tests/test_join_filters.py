@@ -53,8 +53,9 @@ def forced(monkeypatch):
 
 
 def session(spark, tmp_path, **options):
-    # min_ref=1: measure join inputs the first time they are seen (default: when they recur)
-    options = {"min_ref": 1, **options}
+    # min_ref=1: measure join inputs the first time they are seen (default: when they recur),
+    # while planning (default: after the action, for the next query)
+    options = {"min_ref": 1, "join_measurements": "planning", **options}
     return criss.session(spark, home=tmp_path / "home", eager_results=False, **FAST, **options)
 
 
@@ -475,3 +476,36 @@ def test_a_cached_result_is_reused_not_rewritten(shuffle_joins, forced, tmp_path
     assert cs.last_query_summary().get("operators_reused", 0) >= 1
     assert joins_lines(cs, again) == []  # the joins lie inside the reused result
     assert cs.report()["counters"].get("join_key_measurements", 0) == 0
+
+
+def test_join_keys_are_measured_after_the_action_and_used_by_the_next_query(
+    shuffle_joins, forced, tmp_path
+):
+    """The default: a join input's key counts are measured by a job after the query's own
+    action (not inside cs.sql, so a first occurrence runs no job of Criss's own for them),
+    and the next query with that join uses them."""
+    spark = shuffle_joins
+    cs = criss.session(
+        spark,
+        home=tmp_path / "home",
+        min_ref=1,
+        eager_results=False,
+        min_texec=1e9,  # nothing cached: the repeat plans its joins again
+        runtime_filters=False,
+        bloom_join=False,
+        **FAST,
+    )
+    got = {"df": cs.sql(ORDERS_1PCT)}
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0  # none in cs.sql
+    assert not any("APPLIED" in ln for ln in joins_lines(cs, got["df"]))
+    assert any("measured after this query's action" in ln for ln in joins_lines(cs, got["df"]))
+    assert cs.last_query_summary(settle=False)["join_key_measurements_after_action"] >= 1
+    assert_same_rows(got["df"].collect(), spark.sql(ORDERS_1PCT).collect())
+    assert cs.report()["counters"]["join_key_measurements"] == 2  # both inputs, after it
+
+    again = cs.sql(ORDERS_1PCT)
+    assert_same_rows(again.collect(), spark.sql(ORDERS_1PCT).collect())
+    assert any("semi_prefilter APPLIED" in ln for ln in joins_lines(cs, again)), joins_lines(
+        cs, again
+    )
+    assert cs.report()["counters"]["join_key_measurements"] == 2  # measured once

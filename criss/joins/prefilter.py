@@ -139,27 +139,35 @@ def measure_keys(
     from pyspark.sql import functions as F
 
     key = f"joins.keys:{fingerprint}"
-    qtree = context.session.qtree
-    known = qtree.meta(key) or {"rows": None, "ndv": {}}
+    session = context.session
+    known = session.qtree.meta(key) or {"rows": None, "ndv": {}}
     missing = {label: col for label, col in operands.items() if label not in known["ndv"]}
-    if missing or known["rows"] is None:
-        if not may_measure:
-            context.counters["join_key_measurements_deferred"] += 1
-            return None
-        labels = list(missing)
-        row = (
-            frame()
-            .agg(
-                F.count(F.lit(1)), *[F.approx_count_distinct(missing[label]()) for label in labels]
-            )
-            .first()
-        )
-        known["rows"] = int(row[0])
-        known["ndv"].update({label: int(row[i + 1]) for i, label in enumerate(labels)})
-        qtree.set_meta(key, known)
-        context.counters["join_key_measurements"] += 1
-    else:
+    if not missing and known["rows"] is not None:
         context.counters["join_key_measurements_reused"] += 1
+        return known
+    if not may_measure:
+        context.counters["join_key_measurements_deferred"] += 1
+        return None
+    labels = list(missing)
+    measurement = frame().agg(
+        F.count(F.lit(1)), *[F.approx_count_distinct(missing[label]()) for label in labels]
+    )
+
+    def measure() -> dict[str, Any]:
+        row = measurement.first()
+        ndv = {label: int(row[i + 1]) for i, label in enumerate(labels)}
+        return {"rows": int(row[0]), "ndv": ndv}
+
+    if session.options.join_measurements == "after-action":
+        # the user's action first; the next query that joins this input uses the counts
+        session.measure_after_action(key, measure)
+        context.counters["join_key_measurements_after_action"] += 1
+        return None
+    found = measure()
+    known["rows"] = found["rows"]
+    known["ndv"].update(found["ndv"])
+    session.qtree.set_meta(key, known)
+    context.counters["join_key_measurements"] += 1
     return known
 
 
@@ -340,6 +348,7 @@ def measure_sides(
     )
     if adaptive_broadcast:
         return adaptive_broadcast  # the QTree's rows already say so: nothing to measure
+    later = None  # why not now, when an input's keys are measured after the action
     for which in ("left", "right"):
         paths = [getattr(k, which) for k in keys]
         label = key_label([operand_label(operand(site.condition, p)) for p in paths])
@@ -357,6 +366,9 @@ def measure_sides(
             facts[which].may_measure,
         )
         if known is None:
+            if facts[which].may_measure:  # and the other input's with it
+                later = f"{which} input's keys are measured after this query's action"
+                continue
             return (
                 f"{which} input seen in fewer than min_ref={context.session.options.min_ref} "
                 "queries: its keys are measured when it recurs"
@@ -366,6 +378,8 @@ def measure_sides(
         adaptive_broadcast = _broadcast_reason(site, context, rows, scans)
         if adaptive_broadcast:
             return adaptive_broadcast  # the other input need not be measured
+    if later is not None:
+        return later
     widths = {"left": row_width(site.left.columns), "right": row_width(site.right.columns)}
     big = max(filterable, key=lambda w: measured[w][0] * widths[w])
     small = "right" if big == "left" else "left"

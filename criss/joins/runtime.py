@@ -162,8 +162,9 @@ class RuntimeFilters(Verdicts):
             return self._choice(
                 site,
                 False,
-                "no dimension measured (joins below without statistics, or inputs seen in "
-                f"fewer than min_ref={context.session.options.min_ref} queries)",
+                "no dimension measured (joins below without statistics, inputs seen in "
+                f"fewer than min_ref={context.session.options.min_ref} queries, or measured "
+                "after this query's action)",
             )
         fact_rows = next(iter(usable.values())).fact_rows
         chain = self._chain(plan, context, filters, usable, threshold)

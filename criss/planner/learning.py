@@ -60,6 +60,8 @@ class ExecutionFacts:
     written: list[Any] = field(default_factory=list)
     #: Partitions written from Spark's cache (criss.planner.spark_cache.CachedWrite).
     cached: list[Any] = field(default_factory=list)
+    #: Join key measurements run after an action: meta key → {"rows", "ndv"}.
+    measured: dict[str, Any] = field(default_factory=dict)
 
 
 class Learning:
@@ -78,6 +80,8 @@ class Learning:
         #: Seconds the user's tasks spent writing results through (apart from Texec).
         self.write_seconds = 0.0
         self._written: list[ExecutionFacts] = []
+        #: Join key measurements stored (run after an action, see ExecutionFacts.measured).
+        self.measurements = 0
 
     def _rate(self, name: str, default: float) -> float:
         if name not in self._rates:
@@ -181,8 +185,15 @@ class Learning:
         self.harvest_seconds += seconds
         if facts is None:
             return 0
-        self.executions_read += bool(facts.statistics) or not (facts.written or facts.cached)
+        self.executions_read += bool(facts.statistics) or not (
+            facts.written or facts.cached or facts.measured
+        )
         self.qtree.record_executions(facts.statistics)
+        for key, found in facts.measured.items():
+            known = self.qtree.meta(key) or {"rows": None, "ndv": {}}
+            ndv = {**known["ndv"], **found["ndv"]}
+            self.qtree.set_meta(key, {"rows": found["rows"], "ndv": ndv})
+            self.measurements += 1
         self.learn_from_run(facts)
         if facts.written or facts.cached:
             self._written.append(facts)
