@@ -328,6 +328,25 @@ def measured_keys(
     return keys, big, stats
 
 
+def _side_keys(
+    plan: JoinPlan,
+    site: JoinSite,
+    context: JoinContext,
+    which: str,
+    facts: InputFacts,
+    paths: list[Any],
+    label: str,
+) -> dict[str, Any] | None:
+    """The rows and key counts of one input (see ``measure_keys``)."""
+    return measure_keys(
+        context,
+        lambda: plan.side(site.path, which),
+        facts.measure_key,
+        {label: lambda: key_column([plan.condition_column(site.path, p) for p in paths])},
+        facts.may_measure,
+    )
+
+
 def measure_sides(
     plan: JoinPlan,
     site: JoinSite,
@@ -354,17 +373,7 @@ def measure_sides(
         label = key_label([operand_label(operand(site.condition, p)) for p in paths])
         if not facts[which].simple and facts[which].rows is None:
             return f"{which} input not measured yet (joins/aggregates below, no QTree stats)"
-        known = measure_keys(
-            context,
-            lambda which=which: plan.side(site.path, which),
-            facts[which].measure_key,
-            {
-                label: lambda paths=paths: key_column(
-                    [plan.condition_column(site.path, p) for p in paths]
-                )
-            },
-            facts[which].may_measure,
-        )
+        known = _side_keys(plan, site, context, which, facts[which], paths, label)
         if known is None:
             if facts[which].may_measure:  # and the other input's with it
                 later = f"{which} input's keys are measured after this query's action"
