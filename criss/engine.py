@@ -93,6 +93,8 @@ class CrissSession:
         self._caches: dict[str, PendingCache] = {}
         #: Join key measurements to run after the next action, by meta key.
         self._measurements: dict[str, Callable[[], dict[str, Any]]] = {}
+        #: Meta keys of the join key measurements running now (not scheduled again).
+        self._measuring: frozenset[str] = frozenset()
         self.listener = self._listen()
 
     def _listen(self) -> ExecutionListener | None:
@@ -156,8 +158,10 @@ class CrissSession:
 
     def measure_after_action(self, key: str, measure: Callable[[], dict[str, Any]]) -> None:
         """Run ``measure`` (a join input's key counts, one Spark job) in the background
-        after the next action, and keep what it returns in the QTree's meta under ``key``."""
-        self._measurements.setdefault(key, measure)
+        after the next action, and keep what it returns in the QTree's meta under ``key``.
+        A query planned meanwhile does not wait for it: it plans without the counts."""
+        if key not in self._measuring:
+            self._measurements.setdefault(key, measure)
 
     def _measure_now(self) -> None:
         pending, self._measurements = self._measurements, {}
@@ -167,6 +171,7 @@ class CrissSession:
         def measure(ratio: float) -> ExecutionFacts:
             return ExecutionFacts(measured={key: run() for key, run in pending.items()})
 
+        self._measuring = self._measuring | frozenset(pending)
         self.learning.harvest_later(measure, frozenset())
 
     def _watch(self, planned: DataFrame, record: QueryRecord, caches: list[PendingCache]) -> None:
@@ -311,6 +316,8 @@ class CrissSession:
         for facts in self.learning.take_written():
             self._commit(facts)
         idle = self.learning.idle()
+        if idle:
+            self._measuring = frozenset()
         for token, cached in list(self._caches.items()):
             if cached.finished or (idle and cached.released) or fully_committed(cached):
                 release_cached(cached)  # written, or no action can cache more of it

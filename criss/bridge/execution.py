@@ -150,10 +150,11 @@ class PartitionedResult:
 
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
-        return frame_over(self.bridge, self.rdd, self._jvm_schema, indices)
+        return frame_over(self.bridge, self.rdd, self.jvm_schema, indices)
 
     @cached_property
-    def _jvm_schema(self) -> Any:
+    def jvm_schema(self) -> Any:
+        """The positional schema (``schema_json``) as a JVM StructType."""
         return self.bridge.static("org.apache.spark.sql.types.DataType.fromJson")(self.schema_json)
 
     @jvm_errors("read the executed plan's optimized plan")

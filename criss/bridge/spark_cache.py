@@ -86,7 +86,7 @@ class CachedResult:
         does (task k's file holds ``indices[k]``); True when written on the driver. A block
         the cache lost meanwhile is recomputed from the final stage's input: same rows."""
         result = self.result
-        frame = frame_over(self.bridge, self._scan, result._jvm_schema, indices)
+        frame = frame_over(self.bridge, self._scan, result.jvm_schema, indices)
         if indices and result.fits_driver(self._rows(indices)):
             write_on_driver(self.bridge, frame, staged, result.width)
             return True
