@@ -7,27 +7,18 @@ from __future__ import annotations
 import gc
 
 import pytest
+from firstsight import (
+    GROUPED,
+    PER_CUSTOMER,
+    assert_files_changed_before_the_action_are_never_served,
+    assert_show_leaves_a_partial_bitmap_the_next_query_completes,
+    result_key,
+)
 from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
 from criss.bridge.spark_cache import CachedResult
-from criss.qtree.rewrite import result_node
-
-GROUPED = """
-    select o_orderpriority, count(*) as n, sum(o_totalprice) as total
-    from orders where o_orderdate >= date'1995-01-01'
-    group by o_orderpriority
-"""
-#: Hundreds of rows in each shuffle partition: ``show()`` needs only the first one.
-PER_CUSTOMER = """
-    select o_custkey, count(*) as n, sum(o_totalprice) as total
-    from orders group by o_custkey
-"""
-
-
-def _result_key(cs, spark, sql) -> str:
-    return result_node(cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))).fingerprint
 
 
 def _persisted_rdds(spark) -> int:
@@ -47,7 +38,7 @@ def test_a_first_seen_result_is_computed_by_the_users_action_and_cached_after_it
 ):
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        key = _result_key(cs, tpch, GROUPED)
+        key = result_key(cs, tpch, GROUPED)
         got = {}
         planning = jobs_in(tpch, "sc-plan", lambda: got.update(df=cs.sql(GROUPED)))
         assert "by its action (Spark's cache)" in cs.explain(got["df"])
@@ -80,19 +71,7 @@ def test_a_first_seen_result_is_computed_by_the_users_action_and_cached_after_it
 def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        key = _result_key(cs, tpch, PER_CUSTOMER)
-        cs.sql(PER_CUSTOMER).show(5)  # computes the first partition only
-        cs.report()
-        entry = cs.cache.lookup(key)
-        assert entry is not None and entry.num_partitions == 4
-        assert list(entry.bitmap) == [0] and entry.missing == [1, 2, 3]
-
-        again = cs.sql(PER_CUSTOMER)
-        summary = cs.last_query_summary()
-        assert summary["operators_reused"] == 1
-        assert (summary["partitions_reused"], summary["partitions_recomputed"]) == (1, 3)
-        assert_same_rows(again.collect(), tpch.sql(PER_CUSTOMER).collect())
-        assert cs.cache.lookup(key).complete
+        assert_show_leaves_a_partial_bitmap_the_next_query_completes(cs, tpch)
     finally:
         cs.close()
 
@@ -102,7 +81,7 @@ def test_a_later_action_on_the_same_dataframe_adds_the_partitions_it_computed(
 ):
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        key = _result_key(cs, tpch, PER_CUSTOMER)
+        key = result_key(cs, tpch, PER_CUSTOMER)
         df = cs.sql(PER_CUSTOMER)
         df.show(5)
         cs.report()
@@ -121,7 +100,7 @@ def test_a_dataframe_never_acted_on_caches_nothing_and_frees_sparks_cache(
 ):
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        key = _result_key(cs, tpch, GROUPED)
+        key = result_key(cs, tpch, GROUPED)
         df = cs.sql(GROUPED)
         assert persisted() == 1
         del df
@@ -143,7 +122,7 @@ def test_a_failed_write_from_the_cache_costs_only_the_caching(
     monkeypatch.setattr(CachedResult, "write", broken)
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        key = _result_key(cs, tpch, GROUPED)
+        key = result_key(cs, tpch, GROUPED)
         rows = cs.sql(GROUPED).collect()
         assert_same_rows(rows, tpch.sql(GROUPED).collect())
         report = cs.report()
@@ -156,29 +135,15 @@ def test_a_failed_write_from_the_cache_costs_only_the_caching(
 
 
 def test_input_files_changed_before_the_action_are_never_served(tpch, tmp_path):
-    """Files added between ``cs.sql()`` and the action: what the action cached belongs to
-    the files it was planned with, so the next query (over the new files) recomputes and
-    returns the new rows, as plain Spark does."""
-    table = str(tmp_path / "changing")
-    tpch.range(0, 3000).selectExpr("id % 7 as k", "id as v").write.parquet(table)
-    tpch.read.parquet(table).createOrReplaceTempView("sc_changing")
-    sql = "select k, count(*) as n, sum(v) as s from sc_changing group by k"
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:
-        df = cs.sql(sql)
-        tpch.range(3000, 4000).selectExpr("id % 7 as k", "id as v").write.mode("append").parquet(
-            table
+        assert_files_changed_before_the_action_are_never_served(
+            cs,
+            tpch,
+            tmp_path,
+            explain_says="by its action (Spark's cache)",
+            counter="operators_cached",
         )
-        assert sum(r.n for r in df.collect()) == 3000  # the files it was planned with
-        assert cs.report()["counters"]["operators_cached"] == 1
-
-        again = cs.sql(sql)
-        rows = again.collect()
-        tpch.read.parquet(table).createOrReplaceTempView("sc_fresh")
-        expected = tpch.sql(sql.replace("sc_changing", "sc_fresh")).collect()
-        assert_same_rows(rows, expected)
-        assert sum(r.n for r in rows) == 4000
-        assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(again)
     finally:
         cs.close()
 

@@ -6,32 +6,22 @@ from __future__ import annotations
 
 import gc
 
+from firstsight import (
+    GROUPED,
+    assert_files_changed_before_the_action_are_never_served,
+    assert_show_leaves_a_partial_bitmap_the_next_query_completes,
+    result_key,
+)
 from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
-from criss.qtree.rewrite import result_node
-
-GROUPED = """
-    select o_orderpriority, count(*) as n, sum(o_totalprice) as total
-    from orders where o_orderdate >= date'1995-01-01'
-    group by o_orderpriority
-"""
-#: Hundreds of rows in each shuffle partition: ``show()`` needs only the first one.
-PER_CUSTOMER = """
-    select o_custkey, count(*) as n, sum(o_totalprice) as total
-    from orders group by o_custkey
-"""
-
-
-def _result_key(cs, spark, sql) -> str:
-    return result_node(cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))).fingerprint
 
 
 def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path):
     cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
-        key = _result_key(cs, tpch, GROUPED)
+        key = result_key(cs, tpch, GROUPED)
         got = {}
         assert jobs_in(tpch, "wt-plan", lambda: got.update(df=cs.sql(GROUPED))) == 0
         assert "by its action (write-through)" in cs.explain(got["df"])
@@ -68,19 +58,7 @@ def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path)
 def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
     cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
-        key = _result_key(cs, tpch, PER_CUSTOMER)
-        cs.sql(PER_CUSTOMER).show(5)  # computes the first partition only
-        cs.report()
-        entry = cs.cache.lookup(key)
-        assert entry is not None and entry.num_partitions == 4
-        assert list(entry.bitmap) == [0] and entry.missing == [1, 2, 3]
-
-        again = cs.sql(PER_CUSTOMER)
-        summary = cs.last_query_summary()
-        assert summary["operators_reused"] == 1
-        assert (summary["partitions_reused"], summary["partitions_recomputed"]) == (1, 3)
-        assert_same_rows(again.collect(), tpch.sql(PER_CUSTOMER).collect())
-        assert cs.cache.lookup(key).complete
+        assert_show_leaves_a_partial_bitmap_the_next_query_completes(cs, tpch)
     finally:
         cs.close()
 
@@ -88,7 +66,7 @@ def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_pa
 def test_partitions_renumbered_above_the_step_are_never_cached(tpch, tmp_path):
     cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
-        key = _result_key(cs, tpch, GROUPED)
+        key = result_key(cs, tpch, GROUPED)
         df = cs.sql(GROUPED)
         # a union's tasks number partitions past the step's own: what they wrote is dropped,
         # and the step is not trusted again
@@ -121,29 +99,14 @@ def test_a_type_arrow_may_change_is_written_by_a_job(tpch, tmp_path):
 
 
 def test_input_files_changed_before_the_action_are_never_served(tpch, tmp_path):
-    """Files added between ``cs.sql()`` and the action: what the action wrote through
-    belongs to the files it was planned with, so the next query (over the new files)
-    recomputes and returns the new rows, as plain Spark does."""
-    table = str(tmp_path / "changing")
-    tpch.range(0, 3000).selectExpr("id % 7 as k", "id as v").write.parquet(table)
-    tpch.read.parquet(table).createOrReplaceTempView("wt_changing")
-    sql = "select k, count(*) as n, sum(v) as s from wt_changing group by k"
     cs = criss.session(tpch, home=str(tmp_path / "h"), write_through=True)
     try:
-        df = cs.sql(sql)
-        assert "by its action (write-through)" in cs.explain(df)
-        tpch.range(3000, 4000).selectExpr("id % 7 as k", "id as v").write.mode("append").parquet(
-            table
+        assert_files_changed_before_the_action_are_never_served(
+            cs,
+            tpch,
+            tmp_path,
+            explain_says="by its action (write-through)",
+            counter="operators_written_through",
         )
-        assert sum(r.n for r in df.collect()) == 3000  # the files it was planned with
-        assert cs.report()["counters"]["operators_written_through"] == 1
-
-        again = cs.sql(sql)
-        rows = again.collect()
-        tpch.read.parquet(table).createOrReplaceTempView("wt_fresh")
-        expected = tpch.sql(sql.replace("wt_changing", "wt_fresh")).collect()
-        assert_same_rows(rows, expected)
-        assert sum(r.n for r in rows) == 4000
-        assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(again)
     finally:
         cs.close()

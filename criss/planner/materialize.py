@@ -7,6 +7,8 @@ operators under it that ran in the same job get statistics read off its executed
 from __future__ import annotations
 
 import time
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from criss.bridge import PartitionedResult
 from criss.errors import StorageError
@@ -15,6 +17,9 @@ from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import storable
 from criss.storage.catalog import EntryRecord
+
+if TYPE_CHECKING:
+    from criss.engine import CrissSession
 
 
 def materialize(work: Workspace, node: PlanNode) -> None:
@@ -78,26 +83,40 @@ def _learn_from_execution(
     the learned Parquet ratio, recorded as source "executed plan" (a real write later
     replaces them). Read in the background: the next query waits for it.
     """
+    wanted = unmeasured_below(work, node)
+    if not wanted:
+        return
+    session = work.session
+
+    def read(parquet_ratio: float) -> ExecutionFacts:
+        return ExecutionFacts(result_statistics(session, result, wanted, wall, parquet_ratio))
+
+    session.learning.harvest_later(read)
+
+
+def unmeasured_below(work: Workspace, node: PlanNode) -> frozenset[str]:
+    """The storable operators under ``node`` that this query matched without statistics."""
     observations = work.matched.observations
-    wanted = {
+    return frozenset(
         n.fingerprint
         for n in node.walk()
         if n is not node
         and storable(n)
         and n.fingerprint in observations
         and not observations[n.fingerprint].stats.has_stats
-    }
-    if not wanted:
-        return
-    session = work.session
+    )
 
-    def read(parquet_ratio: float) -> ExecutionFacts:
-        metrics = result.operator_metrics()
-        # the plan and file listings it ran with: no second optimization, no re-listing
-        captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
-        executed = session.canonical_tree(captured)
-        return ExecutionFacts(
-            statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
-        )
 
-    session.learning.harvest_later(read)
+def result_statistics(
+    session: CrissSession,
+    result: PartitionedResult,
+    wanted: Collection[str],
+    wall: float,
+    parquet_ratio: float,
+) -> dict[str, tuple[float, int, int]]:
+    """Statistics of ``wanted`` operators off the physical operators ``result`` ran."""
+    metrics = result.operator_metrics()
+    # the plan and file listings it ran with: no second optimization, no re-listing
+    captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
+    executed = session.canonical_tree(captured)
+    return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)

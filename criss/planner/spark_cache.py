@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
-from criss.errors import StorageError
-from criss.planner.learning import ExecutionFacts, statistics_from_metrics
+from criss.planner.learning import ExecutionFacts
+from criss.planner.materialize import result_statistics, unmeasured_below
 from criss.planner.workspace import Workspace
+from criss.planner.writethrough import entry_for_written
 from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import storable
 from criss.storage.cache import remove_staging, staged_files
 
 if TYPE_CHECKING:
@@ -106,15 +106,6 @@ def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
     finally:
         work.record.materialize_seconds += time.perf_counter() - started
     work.counters["operators_cached_in_action"] += 1
-    observations = work.matched.observations
-    unmeasured = frozenset(
-        n.fingerprint
-        for n in node.walk()
-        if n is not node
-        and storable(n)
-        and n.fingerprint in observations
-        and not observations[n.fingerprint].stats.has_stats
-    )
     pending = PendingCache(
         token=uuid.uuid4().hex[:16],
         key=node.fingerprint,
@@ -122,7 +113,7 @@ def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
         cached=cached,
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
-        unmeasured=unmeasured,
+        unmeasured=unmeasured_below(work, node),
         record=work.record,
     )
     if cached.num_partitions == 0:  # nothing for the action to compute: cached as it is
@@ -172,8 +163,13 @@ def write_cached(
         if len(item.written) == item.cached.num_partitions:
             item.cached.unpersist()  # its files hold it now: free Spark's memory at once
         if len(indices) == item.cached.num_partitions and item.unmeasured:
+            # the action ran the same physical operators as the stages in cs.sql()
             texec = item.prepare_seconds + action_seconds
-            statistics.update(_executed_statistics(session, item, texec, parquet_ratio))
+            statistics.update(
+                result_statistics(
+                    session, item.cached.result, item.unmeasured, texec, parquet_ratio
+                )
+            )
     if not writes:
         return None
     return ExecutionFacts(statistics, seconds=action_seconds, cached=writes)
@@ -184,18 +180,6 @@ def _ran_on(session: CrissSession, item: PendingCache, finished: FinishedExecuti
     if item.execution_id is not None and finished.execution_id == item.execution_id:
         return True
     return item.identity is not None and finished.built_on(session.bridge, {item.identity})
-
-
-def _executed_statistics(
-    session: CrissSession, item: PendingCache, texec: float, parquet_ratio: float
-) -> dict[str, tuple[float, int, int]]:
-    """Statistics of the operators under ``item`` that lack some, off the plan that ran
-    (the action ran the same physical operators as the stages in ``cs.sql()``)."""
-    result = item.cached.result
-    metrics = result.operator_metrics()
-    captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
-    executed = session.canonical_tree(captured)
-    return statistics_from_metrics(executed, metrics, item.unmeasured, texec, parquet_ratio)
 
 
 def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
@@ -216,35 +200,20 @@ def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWri
 
 def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
     cache, cached = session.cache, pending.cached
-    files = staged_files(write.staged, write.indices)
-    total_bytes = sum(p.stat().st_size for p in files.values() if p is not None)
     everything = len(write.indices) == cached.num_partitions
     texec = pending.prepare_seconds + write.action_seconds
-    entry, opened = cache.lookup(pending.key), False
-    if entry is not None and (entry.num_partitions, entry.layout) == (
-        cached.num_partitions,
-        cached.layout,
-    ):
-        missing = set(entry.missing)
-        files = {i: p for i, p in files.items() if i in missing}
-        if not files:
-            return 0
-    elif entry is not None and entry.bitmap:
-        return 0  # cached meanwhile under another layout: keep what is there
-    else:
-        try:
-            entry = cache.begin(
-                pending.key,
-                op=pending.node.op,
-                schema_json=cached.result.schema_json,
-                num_partitions=cached.num_partitions,
-                layout=cached.layout,
-                texec=texec,
-                total_bytes=total_bytes,
-            )
-        except StorageError:
-            return 0  # another application reads an old version of it
-        opened = True
+    opening = entry_for_written(
+        cache,
+        pending.key,
+        (cached.num_partitions, cached.layout),
+        staged_files(write.staged, write.indices),
+        op=pending.node.op,
+        schema_json=cached.result.schema_json,
+        texec=texec,
+    )
+    if opening is None:
+        return 0
+    entry, files, opened = opening
     stored = cache.store_files(entry, files)
     session.written_through(
         pending.record,

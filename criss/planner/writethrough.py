@@ -29,6 +29,8 @@ from criss.storage.writethrough import forget_partitions, write_seconds, written
 
 if TYPE_CHECKING:
     from criss.engine import CrissSession
+    from criss.storage.cache import PartitionCache
+    from criss.storage.catalog import EntryRecord
 
 log = logging.getLogger("criss")
 
@@ -148,29 +150,19 @@ def _store(
     texec: float | None,
     action_seconds: float,
 ) -> int:
-    cache, opened = session.cache, False
-    entry = cache.lookup(pending.key)
-    if entry is not None and (entry.num_partitions, entry.layout) == pending.layout:
-        missing = set(entry.missing)
-        files = {i: p for i, p in files.items() if i in missing}
-        if not files:
-            return 0  # complete already (a result without partitions, or written again)
-    elif entry is not None and entry.bitmap:
-        return 0  # cached meanwhile under another layout: keep what is there
-    else:
-        try:
-            entry = cache.begin(
-                pending.key,
-                op=pending.op,
-                schema_json=pending.schema_json,
-                num_partitions=step.num_partitions,
-                layout=step.layout,
-                texec=texec or action_seconds,
-                total_bytes=sum(p.stat().st_size for p in files.values() if p is not None),
-            )
-        except StorageError:
-            return 0  # another application reads an old version of it
-        opened = True
+    cache = session.cache
+    opening = entry_for_written(
+        cache,
+        pending.key,
+        (step.num_partitions, step.layout),
+        files,
+        op=pending.op,
+        schema_json=pending.schema_json,
+        texec=texec or action_seconds,
+    )
+    if opening is None:
+        return 0
+    entry, files, opened = opening
     stored = cache.store_files(entry, files)
     session.written_through(
         pending.record,
@@ -187,3 +179,44 @@ def _store(
             pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows
         )
     return len(stored.stored) + int(opened and not files)
+
+
+def entry_for_written(
+    cache: PartitionCache,
+    key: str,
+    layout: tuple[int, str],
+    files: dict[int, Path | None],
+    *,
+    op: str,
+    schema_json: str,
+    texec: float,
+) -> tuple[EntryRecord, dict[int, Path | None], bool] | None:
+    """Where partition ``files`` an action computed under ``layout`` (count, fingerprint)
+    go: (entry, the files it lacks, whether it was opened just now), or None.
+
+    An entry of that layout gets the partitions it lacks; an entry cached meanwhile under
+    another layout is kept as it is; else a new entry is opened (unless another
+    application reads an old version of it).
+    """
+    entry = cache.lookup(key)
+    if entry is not None and (entry.num_partitions, entry.layout) == layout:
+        missing = set(entry.missing)
+        files = {i: p for i, p in files.items() if i in missing}
+        if not files:
+            return None  # complete already (a result without partitions, or written again)
+        return entry, files, False
+    if entry is not None and entry.bitmap:
+        return None  # cached meanwhile under another layout: keep what is there
+    try:
+        entry = cache.begin(
+            key,
+            op=op,
+            schema_json=schema_json,
+            num_partitions=layout[0],
+            layout=layout[1],
+            texec=texec,
+            total_bytes=sum(p.stat().st_size for p in files.values() if p is not None),
+        )
+    except StorageError:
+        return None  # another application reads an old version of it
+    return entry, files, True
