@@ -6,6 +6,8 @@ import os
 import time
 from pathlib import Path
 
+from criss.storage.tiers import file_uri
+
 CALIBRATION_BYTES = 32 << 20
 
 
@@ -78,13 +80,13 @@ def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> 
         )
 
     try:
-        frame(rows // 20).write.mode("overwrite").parquet(str(target))  # JIT warm-up, untimed
+        frame(rows // 20).write.mode("overwrite").parquet(file_uri(target))  # JIT warm-up, untimed
         started = time.perf_counter()
-        frame(rows).write.mode("overwrite").parquet(str(target))
+        frame(rows).write.mode("overwrite").parquet(file_uri(target))
         wrote = time.perf_counter() - started
         size = sum(p.stat().st_size for p in target.glob("*.parquet"))
         started = time.perf_counter()
-        spark.read.parquet(str(target)).write.format("noop").mode("overwrite").save()
+        spark.read.parquet(file_uri(target)).write.format("noop").mode("overwrite").save()
         read = time.perf_counter() - started
     finally:
         shutil.rmtree(target, ignore_errors=True)

@@ -173,7 +173,7 @@ def replay(
     )
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
         if not quiet:
-            progress.console.print("starting local Spark ...")
+            progress.console.print(f"starting Spark ({master}) ...")
         spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
         result = run_replay(spark, config, on_query=progress.update, on_warmup=progress.warmup)
     if out:
@@ -439,6 +439,74 @@ def dashboard(
         click.echo(f"no Criss home at {home} yet: pages will say so until a session creates it")
     click.echo(f"Criss dashboard for {home}: http://{host}:{port}/ (Ctrl-C stops it)")
     run_simple(host, port, app, threaded=True)
+
+
+@main.group()
+def cluster() -> None:
+    """A Spark standalone cluster on this machine (a master and workers on 127.0.0.1)."""
+
+
+def _cluster_dir(func):
+    return click.option(
+        "--dir",
+        "directory",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=Path("/tmp/criss-cluster"),
+        show_default=True,
+        help="Where the cluster keeps its logs, work directories and pids.",
+    )(func)
+
+
+@cluster.command("start")
+@_cluster_dir
+@click.option("--workers", type=int, default=2, show_default=True)
+@click.option("--cores", type=int, default=1, show_default=True, help="Task slots per worker.")
+@click.option(
+    "--memory", default="3g", show_default=True, help="Memory each worker offers executors."
+)
+@_library_errors
+def cluster_start(directory: Path, workers: int, cores: int, memory: str) -> None:
+    """Start the master and workers; print the master URL for `--master`."""
+    from criss.cluster import LoopbackCluster, master_status, read_state
+
+    try:
+        running = read_state(directory)
+    except CrissError:
+        running = None
+    if running is not None and master_status(running.web_url) is not None:
+        raise click.ClickException(
+            f"a cluster started from {directory} is running ({running.master_url}): "
+            f"stop it first with `criss cluster stop --dir {directory}`"
+        )
+    url = LoopbackCluster(directory, workers=workers, cores=cores, memory=memory).start()
+    click.echo(url)
+
+
+@cluster.command("status")
+@_cluster_dir
+@_library_errors
+def cluster_status(directory: Path) -> None:
+    """The master URL and how many workers are alive."""
+    from criss.cluster import alive_workers, master_status, read_state
+
+    state = read_state(directory)
+    status = master_status(state.web_url)
+    if status is None:
+        raise click.ClickException(f"the master at {state.web_url} does not answer")
+    click.echo(f"{state.master_url}: {alive_workers(status)} of {state.workers} workers alive")
+
+
+@cluster.command("stop")
+@_cluster_dir
+@_library_errors
+def cluster_stop(directory: Path) -> None:
+    """Stop the master and the workers started from ``--dir`` (by their pids)."""
+    from criss.cluster import STATE_FILE, read_state, stop_pids
+
+    state = read_state(directory)
+    stop_pids(state.pids)
+    (directory / STATE_FILE).unlink(missing_ok=True)
+    click.echo(f"stopped {state.master_url}")
 
 
 #: How to add the dashboard's web stack, said whenever it is missing.

@@ -122,6 +122,9 @@ class CrissOptions:
     #: Local path where Alluxio is mounted (FUSE) so Spark reads files as local paths.
     alluxio_mount: str | None = None
     alluxio_capacity: int | None = None
+    #: The tier directories are on a file system every executor host mounts at the same
+    #: path, though Criss does not recognise its type (see criss.storage.reach).
+    shared_tiers: bool = False
     alluxio_bandwidth: float | None = None
     #: Cached results up to this size (bytes of Parquet) are read on the driver with pyarrow
     #: and handed to Spark as a local relation, which spares a read job per query; 0: never.
@@ -195,6 +198,7 @@ class CrissOptions:
             "semi_prefilter",
             "bloom_join",
             "runtime_filters",
+            "shared_tiers",
         ):
             if name in out:
                 out[name] = _as_bool(out[name], name)

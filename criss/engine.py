@@ -46,7 +46,7 @@ from criss.qtree.canonical import RULES, mark_python_udfs
 from criss.qtree.plan import PlanNode
 from criss.recent import RecentItems
 from criss.report import Report
-from criss.space import open_cache
+from criss.space import TierReach, open_cache
 from criss.storage.cache import remove_staging
 from criss.storage.tiers import make_private_dir
 
@@ -67,7 +67,10 @@ class CrissSession:
         make_private_dir(self.home)  # catalogs and cached data are for this user only
         self.qtree = QTree(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.policy = get_policy(options.policy)
-        self.cache = open_cache(spark, options, self.home, self.qtree, self.policy)
+        self.reach = TierReach(
+            spark.sparkContext.master, self.bridge.executor_hosts, options.shared_tiers
+        )
+        self.cache = open_cache(spark, options, self.home, self.qtree, self.policy, self.reach)
         self.history = QueryHistory(self.home / "catalog.db", timeout=options.catalog_timeout)
         self.learning = Learning(self.qtree)
         self.joins = JoinOptimizer(self)
@@ -365,6 +368,7 @@ class CrissSession:
         lease = Lease(self.cache)
         self._planning = True
         try:
+            self.reach.check(self.cache.tiers_in_use)  # executors may have joined since
             # what earlier actions wrote through is committed before this query looks
             self.settle_harvests(needed=self._pending_keys())
             planned = plan_query(self, df, record, lease)

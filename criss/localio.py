@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import BridgeError
+from criss.storage.tiers import local_file
 
 if TYPE_CHECKING:
     from criss.qtree.rewrite import SortKey
@@ -23,7 +24,7 @@ def read_arrow(files: list[str]) -> Any:
     import pyarrow.parquet as pq
 
     try:
-        return pa.concat_tables([pq.read_table(name) for name in files])
+        return pa.concat_tables([pq.read_table(local_file(name) or name) for name in files])
     except (OSError, pa.ArrowException) as exc:
         raise BridgeError(f"cached files could not be read: {exc}") from exc
 

@@ -11,7 +11,9 @@ import hashlib
 import logging
 import os
 import shutil
+import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from criss.bandwidth import (
@@ -25,6 +27,7 @@ from criss.errors import ConfigError
 from criss.policies.benefit import BenefitModel
 from criss.qtree import QTree
 from criss.storage.cache import PartitionCache
+from criss.storage.reach import parse_mounts, reach_problems
 from criss.storage.tiers import LocalTier, Tier, make_private_dir
 
 log = logging.getLogger("criss")
@@ -173,7 +176,12 @@ def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, scratch: Path) 
 
 
 def open_cache(
-    spark, options: CrissOptions, home: Path, qtree: QTree, policy: BenefitModel
+    spark,
+    options: CrissOptions,
+    home: Path,
+    qtree: QTree,
+    policy: BenefitModel,
+    reach: TierReach | None = None,
 ) -> PartitionCache:
     writable, everything = build_tiers(options, home)
     disk = next(t for t in everything if t.name == "disk")
@@ -191,8 +199,80 @@ def open_cache(
         timeout=options.catalog_timeout,
     )
     try:
+        if reach is not None:  # before any Spark job writes into a tier (the calibration)
+            reach.check(cache.tiers_in_use, force=True)
         calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk.root))
     except BaseException:
         cache.close()
         raise
     return cache
+
+
+class TierReach:
+    """Checks that every executor Spark has can use every tier (see criss.storage.reach).
+
+    ``hosts`` returns the driver's host, the executors' hosts and how many executors there
+    are. A master starting with ``local`` runs everything in the driver's JVM: nothing to
+    check. Otherwise the check runs when the session opens, then when a query is planned:
+    every time until an executor has registered, and after that at most every ``interval``
+    seconds (executors may join later). A query planned while a tier is out of an
+    executor's reach runs as plain Spark.
+    """
+
+    def __init__(
+        self,
+        master: str,
+        hosts: Callable[[], tuple[str, tuple[str, ...], int]],
+        vouched_shared: bool,
+        interval: float = 30.0,
+    ) -> None:
+        self.needed = not master.startswith("local")
+        self.hosts = hosts
+        self.vouched_shared = vouched_shared
+        self.interval = interval
+        self._checked_at = float("-inf")
+
+    def check(self, tiers: Callable[[], list[Tier]], force: bool = False) -> None:
+        """Raise ConfigError naming each tier (of those ``tiers()`` returns) that an
+        executor on another host cannot use."""
+        now = time.monotonic()
+        if not self.needed or (not force and now - self._checked_at < self.interval):
+            return
+        driver, executors, registered = self.hosts()
+        problems = reach_problems(
+            {tier.name: _location(tier) for tier in tiers()},
+            driver_addresses(driver),
+            executors,
+            parse_mounts(_mount_table()),
+            vouched_shared=self.vouched_shared,
+        )
+        if problems:
+            raise ConfigError("; ".join(map(str, problems)))
+        if registered:  # with none yet, the next query asks again
+            self._checked_at = now
+
+
+def _location(tier: Tier) -> str | None:
+    root = tier.local_root()
+    return None if root is None else str(root.resolve())
+
+
+def _mount_table() -> str:
+    try:
+        return Path("/proc/mounts").read_text()
+    except OSError:
+        return ""  # no mount table: every tier counts as local to the driver's host
+
+
+def driver_addresses(driver_host: str) -> set[str]:
+    """Names and addresses of the driver's machine: the configured driver host, this
+    machine's name, and the addresses both resolve to. Other loopback addresses such as
+    127.0.0.2 are not included: Spark reports a worker bound there as another host."""
+    names = {driver_host, socket.gethostname(), socket.getfqdn(), "localhost", "127.0.0.1"}
+    addresses = set(names)
+    for name in names - {""}:
+        try:
+            addresses.update(socket.gethostbyname_ex(name)[2])
+        except OSError:
+            continue
+    return addresses - {""}

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# One command: set up and run the whole test suite (real Spark, local mode).
-# Extra arguments go to pytest.
+# One command: set up and run the whole test suite: every test on real Spark in local mode,
+# then the tests marked `cluster` again on a standalone cluster (a master and two workers)
+# started on 127.0.0.1 for the run. Extra arguments go to pytest, for the local pass only.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$ROOT/scripts/setup.sh"
@@ -19,4 +20,7 @@ ensure_chromium() {
 ensure_chromium
 
 cd "$ROOT"
-exec "$VENV/bin/python" -m pytest "$@"
+if [ $# -gt 0 ]; then exec "$VENV/bin/python" -m pytest "$@"; fi
+"$VENV/bin/python" -m pytest
+say "the cluster tests, on a loopback standalone cluster ..."
+exec "$VENV/bin/python" -m pytest -m cluster --spark-master loopback

@@ -26,7 +26,7 @@ from typing import BinaryIO, cast
 from urllib.parse import urlsplit
 
 from criss.errors import ConfigError, StorageError
-from criss.storage.tiers import TEMP_DIR, Tier, check_name
+from criss.storage.tiers import TEMP_DIR, Tier, check_name, file_uri
 
 #: How to get the client this module needs (1.x of the ``alluxio`` package is another library).
 INSTALL_HINT = "pip install 'criss[alluxio]'  (the Alluxio proxy REST client, alluxio>=0.1.4,<1)"
@@ -169,12 +169,15 @@ class AlluxioTier(Tier):
     def uri(self, name: str) -> str:
         path = self._path(name)
         if self.mount is not None:
-            return str(self.mount / path.lstrip("/"))
+            return file_uri(self.mount / path.lstrip("/"))
         return f"alluxio://{self.master}{path}"
 
     def local_path(self, name: str) -> Path | None:
         path = self._path(name)
         return None if self.mount is None else self.mount / path.lstrip("/")
+
+    def local_root(self) -> Path | None:
+        return None if self.mount is None else self.mount / self.root.lstrip("/")
 
     def clean_temp(self) -> int:
         removed = 0

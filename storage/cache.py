@@ -32,7 +32,7 @@ from criss.errors import StorageError
 from criss.policies.benefit import BenefitModel
 from criss.policies.placement import Move, Placement, TierRoom, Unit, plan_promotion, plan_write
 from criss.storage.catalog import EMPTY, CacheCatalog, EntryRecord, PartitionRecord
-from criss.storage.tiers import Tier, move_file
+from criss.storage.tiers import Tier, file_uri, move_file
 
 GRANULARITIES = ("partition", "operator")
 #: Spark's output file name: part-<task index>-<job uuid>-c<file counter>.<codec>.parquet
@@ -71,7 +71,7 @@ class StoreResult:
 
     def add_leftover(self, index: int, path: Path) -> None:
         """Partition ``index`` stays in the staging file ``path`` (this query reads it there)."""
-        self.leftovers[index] = str(path)
+        self.leftovers[index] = file_uri(path)
         self.bytes += path.stat().st_size
         self.rows += pq.ParquetFile(path).metadata.num_rows
 
@@ -315,6 +315,10 @@ class PartitionCache:
             result.bytes_written += size
             result.bytes += size
             result.rows += rows
+
+    def tiers_in_use(self) -> list[Tier]:
+        """Tiers Spark may read or write: those taking writes, and others holding files."""
+        return [tier for name, tier in self.tiers.items() if name in self.order or tier.list()]
 
     # --- placement ---------------------------------------------------------------------------
 

@@ -96,6 +96,10 @@ class Tier(ABC):
         """A local path of ``name`` when the tier is a local file system."""
         return None
 
+    def local_root(self) -> Path | None:
+        """The local directory holding the tier's files, None if Spark reads it by a URI."""
+        return None
+
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "capacity_bytes": self.capacity_bytes}
 
@@ -188,10 +192,13 @@ class LocalTier(Tier):
                 yield child
 
     def uri(self, name: str) -> str:
-        return str(self._path(name))
+        return file_uri(self._path(name))
 
     def local_path(self, name: str) -> Path:
         return self._path(name)
+
+    def local_root(self) -> Path:
+        return self.root
 
     def scratch_dir(self) -> Path:
         return self._temp
@@ -208,6 +215,21 @@ class LocalTier(Tier):
 
     def describe(self) -> dict[str, object]:
         return {**super().describe(), "root": str(self.root)}
+
+
+def file_uri(path: str | os.PathLike) -> str:
+    """``file:///abs/path``: a local file's address that Spark resolves on the local file
+    system whatever ``fs.defaultFS`` is (a bare path would resolve against HDFS there).
+    Not percent-encoded: Hadoop's ``Path`` quotes the path itself."""
+    return "file://" + os.path.abspath(path)
+
+
+def local_file(location: str) -> str | None:
+    """The local path of a ``file:`` URI or a bare path; None for a remote URI."""
+    if location.startswith("file:"):
+        rest = location[len("file:") :]
+        return "/" + rest.lstrip("/") if rest.startswith("//") or rest.startswith("/") else rest
+    return None if "://" in location else location
 
 
 def make_private_dir(path: Path) -> None:

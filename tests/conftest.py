@@ -1,12 +1,19 @@
-"""Shared fixtures: one real local SparkSession per test run, TPC-H SF 0.01 data.
+"""Shared fixtures: one real SparkSession per test run, TPC-H SF 0.01 data.
 
 Every test that needs the ``spark`` fixture, directly or through another fixture, is marked
 ``spark`` here, so ``pytest -m "not spark"`` runs without starting a JVM.
+
+``--spark-master loopback`` runs the session on a Spark standalone cluster started for the
+run on 127.0.0.1 (a master and two workers, executors in their own JVMs); ``scripts/test.sh``
+runs the tests marked ``cluster`` that way after the local pass. Tests that start Spark in
+a child process pass it the master and settings in CHILD_MASTER_ENV / CHILD_CONF_ENV.
 """
 
 from __future__ import annotations
 
 import getpass
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -16,8 +23,22 @@ from criss.sparksession import local_spark
 from criss.workload.tpch.data import ensure_tpch, register_views
 
 REPO = Path(__file__).resolve().parent.parent
+#: What a test's child application reads to run on the suite's master (default local[2]).
+CHILD_MASTER_ENV, CHILD_CONF_ENV = "CRISS_TEST_MASTER", "CRISS_TEST_CONF"
+#: Each worker offers two task slots on this 2-core machine: the suite's application takes
+#: one per worker, and a test's child applications (two at once at most) one each.
+WORKER_CORES, WORKER_MEMORY = 2, "3g"
 #: Where memory tiers live (criss.space.memory_dir); the suite removes the ones it made.
 MEMORY_TIERS = Path("/dev/shm") / f"criss-{getpass.getuser()}"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--spark-master",
+        default="local[2]",
+        help="local[2] (default); loopback: a standalone master and two workers started "
+        "on 127.0.0.1 for the run; or the URL of a running master",
+    )
 
 
 def pytest_collection_modifyitems(config, items):
@@ -54,17 +75,49 @@ def _made_by_this_run(directory: Path, base: Path) -> bool:
 
 
 @pytest.fixture(scope="session")
-def spark():
-    # SF 0.01 tables are far below the default min_texec: let the tests cache them anyway.
-    session = local_spark(
-        "criss-tests",
-        conf={
-            "spark.sql.shuffle.partitions": "4",
-            "spark.criss.min.texec": "0",
-            # measured once in test_bandwidth.py; other tests skip the calibration job
-            "spark.criss.codec.rate": "20m",
-        },
+def spark_master(request, tmp_path_factory):
+    """The master URL the suite's applications run on (a loopback cluster lives as long)."""
+    master = request.config.getoption("--spark-master")
+    if master != "loopback":
+        yield master
+        return
+    from criss.cluster import LoopbackCluster
+
+    cluster = LoopbackCluster(
+        tmp_path_factory.mktemp("cluster"), workers=2, cores=WORKER_CORES, memory=WORKER_MEMORY
     )
+    url = cluster.start()
+    children = {**cluster_conf(cores=1), "spark.executor.memory": "1g"}
+    os.environ.update({CHILD_MASTER_ENV: url, CHILD_CONF_ENV: json.dumps(children)})
+    try:
+        yield url
+    finally:
+        for name in (CHILD_MASTER_ENV, CHILD_CONF_ENV):
+            os.environ.pop(name, None)
+        cluster.stop()
+
+
+def cluster_conf(cores: int) -> dict[str, str]:
+    """Settings of an application on the loopback cluster: ``cores`` one-core executors."""
+    return {
+        "spark.driver.host": "127.0.0.1",
+        "spark.cores.max": str(cores),
+        "spark.executor.cores": "1",
+    }
+
+
+@pytest.fixture(scope="session")
+def spark(spark_master):
+    # SF 0.01 tables are far below the default min_texec: let the tests cache them anyway.
+    conf = {
+        "spark.sql.shuffle.partitions": "4",
+        "spark.criss.min.texec": "0",
+        # measured once in test_bandwidth.py; other tests skip the calibration job
+        "spark.criss.codec.rate": "20m",
+    }
+    if not spark_master.startswith("local"):
+        conf.update(cluster_conf(cores=2), **{"spark.executor.memory": "1g"})
+    session = local_spark("criss-tests", master=spark_master, conf=conf)
     yield session
     session.stop()
 

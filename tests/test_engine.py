@@ -9,6 +9,7 @@ import pytest
 from rowcompare import assert_same_rows
 
 import criss
+from criss.storage.tiers import local_file
 from criss.workload.tpch import queries
 
 pytestmark = pytest.mark.spark
@@ -21,6 +22,7 @@ def cs(tpch, tmp_path):
     session.close()
 
 
+@pytest.mark.cluster
 @pytest.mark.parametrize("qid", queries.QUERY_IDS)
 def test_tpch_query_through_criss_equals_plain_spark(tpch, cs, qid):
     sql = queries.statement(qid, sf=0.01).sql
@@ -172,7 +174,7 @@ def test_small_results_are_written_on_the_driver_and_read_back_exactly(spark, tm
     assert len(entries) == 2
     for entry in entries:
         for uri in writer.cache.uris(entry):
-            assert pq.read_schema(uri).names == [f"c{i}" for i in range(width)]
+            assert pq.read_schema(local_file(uri)).names == [f"c{i}" for i in range(width)]
     writer.close()
     reader = criss.session(spark, home=home, local_read_bytes=0)
     df = reader.sql(shuffled)

@@ -88,7 +88,13 @@ FRESH_APP = textwrap.dedent("""
     from criss.workload.tpch import queries
     from criss.qtree import canonicalize, fingerprint_tree
     home, data, qids = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-    spark = local_spark("fresh-app", conf={"spark.sql.shuffle.partitions": "4"})
+    import os  # the suite's master and settings (tests/conftest.py)
+    spark = local_spark(
+        "fresh-app",
+        master=os.environ.get("CRISS_TEST_MASTER", "local[2]"),
+        conf={"spark.sql.shuffle.partitions": "4",
+              **json.loads(os.environ.get("CRISS_TEST_CONF", "{}"))},
+    )
     register_views(spark, data)
     cs = criss.session(spark, home=home)
     out = {}
@@ -104,6 +110,7 @@ FRESH_APP = textwrap.dedent("""
 """)
 
 
+@pytest.mark.cluster
 def test_fresh_application_gets_same_fingerprints_and_reuses_home(tpch, tpch_dir, tmp_path):
     from criss.workload.replay import result_checksum
 

@@ -75,6 +75,7 @@ def test_memory_quota_smaller_than_one_entry_splits_it_across_tiers(tpch, tmp_pa
     cs.close()
 
 
+@pytest.mark.cluster
 def test_only_the_missing_partitions_are_recomputed(tpch, tmp_path):
     cs = _session(tpch, tmp_path / "h")
     expected = tpch.sql(BY_ORDER).collect()
@@ -249,7 +250,13 @@ WRITER = textwrap.dedent(
     import criss
     from criss.sparksession import local_spark
     from criss.workload.tpch.data import register_views
-    spark = local_spark("killed-writer", conf={"spark.sql.shuffle.partitions": "4"})
+    import json, os  # the suite's master and settings (tests/conftest.py)
+    spark = local_spark(
+        "killed-writer",
+        master=os.environ.get("CRISS_TEST_MASTER", "local[2]"),
+        conf={"spark.sql.shuffle.partitions": "4",
+              **json.loads(os.environ.get("CRISS_TEST_CONF", "{}"))},
+    )
     register_views(spark, sys.argv[2])
     # local_read_bytes=0: every result is written by a Spark job, the write this test kills
     # (a small result written on the driver with pyarrow is committed within ~50 ms)
@@ -266,6 +273,7 @@ WRITER = textwrap.dedent(
 )
 
 
+@pytest.mark.cluster
 def test_killed_writer_leaves_nothing_reusable_that_is_not_whole(tpch, tpch_dir, tmp_path):
     home = tmp_path / "h"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -315,7 +323,13 @@ SHARER = textwrap.dedent(
     from criss.sparksession import local_spark
     from criss.workload.tpch.data import register_views
     from rowcompare import assert_same_rows
-    spark = local_spark("sharer", conf={"spark.sql.shuffle.partitions": "4"})
+    import os  # the suite's master and settings (tests/conftest.py)
+    spark = local_spark(
+        "sharer",
+        master=os.environ.get("CRISS_TEST_MASTER", "local[2]"),
+        conf={"spark.sql.shuffle.partitions": "4",
+              **json.loads(os.environ.get("CRISS_TEST_CONF", "{}"))},
+    )
     register_views(spark, sys.argv[2])
     cs = criss.session(
         spark, home=sys.argv[1], min_texec=0, memory_capacity="300k", codec_rate="20m"
@@ -332,6 +346,7 @@ SHARER = textwrap.dedent(
 )
 
 
+@pytest.mark.cluster
 def test_two_applications_sharing_a_home_both_get_correct_results(tpch_dir, tmp_path):
     tests = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": str(tests.parent)}

@@ -18,6 +18,9 @@ from criss.policies import filters as policy
 from criss.qtree.star import key_source, whole_table
 from tests.rowcompare import assert_same_rows
 
+#: Also run on the loopback standalone cluster (tests/conftest.py).
+pytestmark = pytest.mark.cluster
+
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
 ALL_OFF = {"range_join": False, "semi_prefilter": False, "bloom_join": False}
 ALL_OFF |= {"runtime_filters": False}

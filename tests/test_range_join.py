@@ -13,6 +13,9 @@ from criss.policies.joins import RangeJoinModel, SideStats
 from criss.qtree.joins import detect_range
 from tests.rowcompare import assert_same_rows
 
+#: Also run on the loopback standalone cluster (tests/conftest.py).
+pytestmark = pytest.mark.cluster
+
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
 #: these tests are about the join rewrite: no materialization jobs for caching (a
 #: first-seen result would be cached eagerly however cheap: not here)

@@ -25,7 +25,7 @@ from alluxio_standin import AlluxioStandin
 
 from criss.errors import ConfigError, StorageError
 from criss.storage.alluxio import AlluxioTier
-from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, move_file
+from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, file_uri, local_file, move_file
 
 REPO = Path(__file__).resolve().parent.parent
 NAME = "k1/00003-1a2b3c4d.parquet"
@@ -219,8 +219,11 @@ class LocalTierChecks(TierConformance):
         for directory in (tier.root, tier.root / TEMP_DIR, tier.root / "k1"):
             assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
 
-    def test_uri_is_the_local_path(self, tier: LocalTier) -> None:
-        assert tier.uri(NAME) == str(tier.root / NAME)
+    def test_uri_is_a_file_uri_of_the_local_path(self, tier: LocalTier) -> None:
+        # a bare path would resolve against fs.defaultFS (HDFS on many clusters)
+        assert tier.uri(NAME) == f"file://{tier.root / NAME}"
+        assert local_file(tier.uri(NAME)) == str(tier.root / NAME)
+        assert tier.local_root() == tier.root
 
 
 def _local_leftover(tier: LocalTier) -> MakeLeftover:
@@ -355,10 +358,12 @@ class TestAlluxioTier(TierConformance):
         named = AlluxioTier(url=standin.url, root=self.ROOT, master="master.example:19998")
         assert named.uri(NAME) == f"alluxio://master.example:19998{self.ROOT}/{NAME}"
 
-    def test_uri_with_mount_is_a_local_path(
+    def test_uri_with_mount_is_a_local_file_uri(
         self, tier: AlluxioTier, standin: AlluxioStandin
     ) -> None:
-        assert tier.uri(NAME) == str(standin.backing / self.ROOT.lstrip("/") / NAME)
+        root = standin.backing / self.ROOT.lstrip("/")
+        assert tier.uri(NAME) == file_uri(root / NAME)
+        assert tier.local_root() == root
 
     def test_missing_client_gives_install_hint(
         self, standin: AlluxioStandin, monkeypatch: pytest.MonkeyPatch
@@ -403,3 +408,22 @@ class TestAlluxioTier(TierConformance):
             tier.size(NAME)
         with pytest.raises(StorageError):
             tier.write(NAME, io.BytesIO(b"abc"))
+
+
+@pytest.mark.parametrize(
+    ("location", "path"),
+    [
+        ("file:///tmp/a b/x.parquet", "/tmp/a b/x.parquet"),
+        ("file:/tmp/x.parquet", "/tmp/x.parquet"),
+        ("/tmp/x.parquet", "/tmp/x.parquet"),
+        ("alluxio://master:19998/criss/x.parquet", None),
+        ("hdfs://nn/criss/x.parquet", None),
+    ],
+)
+def test_local_file_of_a_location(location: str, path: str | None) -> None:
+    assert local_file(location) == path
+
+
+def test_file_uri_is_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert file_uri("x/y.parquet") == f"file://{tmp_path}/x/y.parquet"

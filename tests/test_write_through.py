@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 
+import pytest
 from firstsight import (
     GROUPED,
     assert_files_changed_before_the_action_are_never_served,
@@ -16,6 +17,9 @@ from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
+
+#: Also run on the loopback standalone cluster (tests/conftest.py).
+pytestmark = pytest.mark.cluster
 
 
 def test_a_first_seen_result_is_cached_by_the_users_action_alone(tpch, tmp_path):

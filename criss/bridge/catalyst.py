@@ -200,6 +200,15 @@ class CatalystBridge:
             return JoinPlan(self, df)
         return JoinPlan(self, df, captured.root, captured.tree)
 
+    @jvm_errors("list Spark's executors")
+    def executor_hosts(self) -> tuple[str, tuple[str, ...], int]:
+        """The driver's host, the hosts of the executors registered now, and how many
+        executors that is (Spark's list also holds the driver, under its own host)."""
+        context = self.spark.sparkContext
+        infos = context._jsc.sc().statusTracker().getExecutorInfos()
+        driver = context.getConf().get("spark.driver.host", "")
+        return driver, tuple(sorted({info.host() for info in infos})), max(len(infos) - 1, 0)
+
     def bloom_literal(self, bloom: bytes) -> Any:
         """A BINARY Literal holding ``bloom``, one per content (see BloomLiterals)."""
         return self._blooms.literal(bloom)

@@ -17,6 +17,7 @@ from criss.bridge.errors import is_jvm_error, jvm_errors
 from criss.bridge.metrics import OperatorMetrics, operator_metrics
 from criss.bridge.plans import query_execution
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact
+from criss.storage.tiers import file_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -118,7 +119,7 @@ class PartitionedResult:
             if indices is None:
                 self.written_table = table
             return True
-        frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
+        frame.write.option("maxRecordsPerFile", 0).parquet(file_uri(staged))
         return False
 
     def fits_driver(self, rows: int | None) -> bool:

@@ -14,6 +14,7 @@ from criss.bridge.capture import node_at
 from criss.bridge.plans import analyzed_plan
 from criss.errors import BridgeError
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact, read_arrow, spark_order
+from criss.storage.tiers import local_file
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
@@ -117,10 +118,11 @@ class ReadPlans:
             return None
         total = 0
         for name in files:
-            if "://" in name:  # a remote tier (Alluxio without a mount): Spark reads it
+            path = local_file(name)
+            if path is None:  # a remote tier (Alluxio without a mount): Spark reads it
                 return None
             try:
-                total += os.path.getsize(name)
+                total += os.path.getsize(path)
             except OSError as exc:
                 raise BridgeError(f"cached file {name} is unreadable: {exc}") from exc
             if total > limit:

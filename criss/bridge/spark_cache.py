@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import frame_over, write_on_driver
 from criss.errors import BridgeError
+from criss.storage.tiers import file_uri
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
@@ -90,7 +91,7 @@ class CachedResult:
         if indices and result.fits_driver(self._rows(indices)):
             write_on_driver(self.bridge, frame, staged, result.width)
             return True
-        frame.write.option("maxRecordsPerFile", 0).parquet(str(staged))
+        frame.write.option("maxRecordsPerFile", 0).parquet(file_uri(staged))
         return False
 
     def _rows(self, indices: list[int]) -> int | None:
