@@ -501,12 +501,9 @@ def cluster_status(directory: Path) -> None:
 @_library_errors
 def cluster_stop(directory: Path) -> None:
     """Stop the master and the workers started from ``--dir`` (by their pids)."""
-    from criss.cluster import STATE_FILE, read_state, stop_pids
+    from criss.cluster import stop_cluster
 
-    state = read_state(directory)
-    stop_pids(state.pids)
-    (directory / STATE_FILE).unlink(missing_ok=True)
-    click.echo(f"stopped {state.master_url}")
+    click.echo(f"stopped {stop_cluster(directory).master_url}")
 
 
 #: How to add the dashboard's web stack, said whenever it is missing.

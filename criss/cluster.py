@@ -164,9 +164,7 @@ class LoopbackCluster:
 
     def stop(self) -> None:
         """Stop every process this cluster started (by pid, with its process group)."""
-        if self.state is not None:
-            stop_pids(self.state.pids)
-        (self.directory / STATE_FILE).unlink(missing_ok=True)
+        _stop_and_forget(self.directory, self.state.pids if self.state is not None else [])
 
     def __enter__(self) -> LoopbackCluster:
         self.start()
@@ -204,6 +202,18 @@ def read_state(directory: str | Path) -> ClusterState:
             f"no cluster started from {directory} ({path} is missing): "
             f"start one with `criss cluster start --dir {directory}`"
         ) from None
+
+
+def stop_cluster(directory: str | Path) -> ClusterState:
+    """Stop the cluster started from ``directory`` (by a command before this one)."""
+    state = read_state(directory)
+    _stop_and_forget(Path(directory), state.pids)
+    return state
+
+
+def _stop_and_forget(directory: Path, pids: list[int]) -> None:
+    stop_pids(pids)
+    (directory / STATE_FILE).unlink(missing_ok=True)
 
 
 def stop_pids(pids: list[int], grace: float = 10.0) -> None:

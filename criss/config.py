@@ -122,10 +122,10 @@ class CrissOptions:
     #: Local path where Alluxio is mounted (FUSE) so Spark reads files as local paths.
     alluxio_mount: str | None = None
     alluxio_capacity: int | None = None
+    alluxio_bandwidth: float | None = None
     #: The tier directories are on a file system every executor host mounts at the same
     #: path, though Criss does not recognise its type (see criss.storage.reach).
     shared_tiers: bool = False
-    alluxio_bandwidth: float | None = None
     #: Cached results up to this size (bytes of Parquet) are read on the driver with pyarrow
     #: and handed to Spark as a local relation, which spares a read job per query; 0: never.
     local_read_bytes: int = 2 << 20

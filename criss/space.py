@@ -6,6 +6,7 @@ from ``home``, so two homes never share or evict each other's data.
 
 from __future__ import annotations
 
+import functools
 import getpass
 import hashlib
 import logging
@@ -264,7 +265,8 @@ def _mount_table() -> str:
         return ""  # no mount table: every tier counts as local to the driver's host
 
 
-def driver_addresses(driver_host: str) -> set[str]:
+@functools.lru_cache(maxsize=4)
+def driver_addresses(driver_host: str) -> frozenset[str]:
     """Names and addresses of the driver's machine: the configured driver host, this
     machine's name, and the addresses both resolve to. Other loopback addresses such as
     127.0.0.2 are not included: Spark reports a worker bound there as another host."""
@@ -275,4 +277,4 @@ def driver_addresses(driver_host: str) -> set[str]:
             addresses.update(socket.gethostbyname_ex(name)[2])
         except OSError:
             continue
-    return addresses - {""}
+    return frozenset(addresses - {""})

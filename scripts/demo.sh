@@ -17,9 +17,7 @@ if [ "${1:-}" = "--cluster" ]; then
   MASTER="$("$VENV/bin/criss" cluster start --dir results/demo-cluster)"
   trap '"$VENV/bin/criss" cluster stop --dir results/demo-cluster >/dev/null' EXIT
   set -- --master "$MASTER" --conf spark.executor.memory=2g "$@"
-  "$VENV/bin/criss" replay --stream zipf --queries 20 --sf 0.1 --mode both \
-    --home results/demo-home --out results/demo.json "$@"
-  exit
 fi
-exec "$VENV/bin/criss" replay --stream zipf --queries 20 --sf 0.1 --mode both \
+# not exec'd: the trap above stops the cluster when the replay ends
+"$VENV/bin/criss" replay --stream zipf --queries 20 --sf 0.1 --mode both \
   --home results/demo-home --out results/demo.json "$@"

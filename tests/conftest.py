@@ -87,8 +87,7 @@ def spark_master(request, tmp_path_factory):
         tmp_path_factory.mktemp("cluster"), workers=2, cores=WORKER_CORES, memory=WORKER_MEMORY
     )
     url = cluster.start()
-    children = {**cluster_conf(cores=1), "spark.executor.memory": "1g"}
-    os.environ.update({CHILD_MASTER_ENV: url, CHILD_CONF_ENV: json.dumps(children)})
+    os.environ.update({CHILD_MASTER_ENV: url, CHILD_CONF_ENV: json.dumps(cluster_conf(cores=1))})
     try:
         yield url
     finally:
@@ -103,6 +102,7 @@ def cluster_conf(cores: int) -> dict[str, str]:
         "spark.driver.host": "127.0.0.1",
         "spark.cores.max": str(cores),
         "spark.executor.cores": "1",
+        "spark.executor.memory": "1g",
     }
 
 
@@ -116,7 +116,7 @@ def spark(spark_master):
         "spark.criss.codec.rate": "20m",
     }
     if not spark_master.startswith("local"):
-        conf.update(cluster_conf(cores=2), **{"spark.executor.memory": "1g"})
+        conf.update(cluster_conf(cores=2))
     session = local_spark("criss-tests", master=spark_master, conf=conf)
     yield session
     session.stop()
