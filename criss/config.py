@@ -45,6 +45,27 @@ def parse_bytes(value: Any, option: str = "size") -> int | None:
         ) from None
 
 
+_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_seconds(value: Any, option: str = "duration") -> float:
+    """``"30d"`` → 2592000.0, ``"12h"``, ``"90m"``, ``"45s"``; numbers are seconds."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        text = str(value).strip().lower()
+        digits = text.rstrip("smhd")
+        try:
+            seconds = float(digits) * _SECONDS[text[len(digits) :]]
+        except (ValueError, KeyError):
+            raise ConfigError(
+                f"{option}={value!r} is not a duration; write e.g. 2592000, '30d', '12h' or '0'"
+            ) from None
+    if seconds < 0:
+        raise ConfigError(f"{option}={value!r} is negative; write a duration, or 0 for never")
+    return seconds
+
+
 MEDIA = ("hybrid", "memory", "disk")
 GRANULARITIES = ("partition", "operator")
 REUSE_SCOPES = ("operators", "results")
@@ -133,6 +154,10 @@ class CrissOptions:
     allowed_udfs: tuple[str, ...] = ()
     #: Seconds to wait for a catalog lock held by another application before running uncached.
     catalog_timeout: float = 10.0
+    #: Operators neither referenced nor cached for this long (seconds; "30d", "12h") are
+    #: forgotten with their statistics, so the QTree stays as big as the live workload;
+    #: 0: never.
+    forget_after: float = 30 * 86400.0
     #: False turns Criss into a pass-through (queries run as plain Spark).
     enabled: bool = True
     #: Join optimizations (criss.joins), each chosen per join from measured statistics;
@@ -210,6 +235,8 @@ class CrissOptions:
             out["min_texec"] = float(out["min_texec"])
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
+        if "forget_after" in out:
+            out["forget_after"] = parse_seconds(out["forget_after"], "forget_after")
         for name in ("range_join_min_seconds", "range_join_min_ratio"):
             if name in out:
                 out[name] = _as_float(out[name], name)

@@ -16,6 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
+from criss.ageing import FORGET_EVERY, forget_unused
 from criss.bridge import (
     REMEMBERED_PLANS,
     CapturedPlan,
@@ -99,6 +100,7 @@ class CrissSession:
         #: Meta keys of the join key measurements running now (not scheduled again).
         self._measuring: frozenset[str] = frozenset()
         self.listener = self._listen()
+        self._forget_unused(self.counters)
 
     def _listen(self) -> ExecutionListener | None:
         """Learn from every action run on this SparkSession (the paper's runtime statistics
@@ -368,6 +370,8 @@ class CrissSession:
         lease = Lease(self.cache)
         self._planning = True
         try:
+            if self.counters["queries"] % FORGET_EVERY == 0 and not record.dry_run:
+                self._forget_unused(record.counters)
             self.reach.check(self.cache.tiers_in_use)  # executors may have joined since
             # what earlier actions wrote through is committed before this query looks
             self.settle_harvests(needed=self._pending_keys())
@@ -391,6 +395,20 @@ class CrissSession:
             # the entries (and uncached leftovers) this DataFrame reads live as long as it does
             weakref.finalize(planned, lease.release)
         return planned
+
+    def _forget_unused(self, counters: Counter) -> None:
+        """Age the catalog (``criss.ageing``); a failure only postpones it."""
+        if not self.options.forget_after or self.options.dry_run:
+            return
+        try:
+            forgotten = forget_unused(
+                self.qtree, self.cache, self.options.forget_after, pending=self._pending_keys()
+            )
+        except Exception as exc:  # any type: forgetting is housekeeping, never the user's cost
+            log.warning("unused operators were not forgotten this time: %s", exc)
+            return
+        counters["operators_forgotten"] += forgotten.operators
+        counters["entries_forgotten"] += forgotten.entries
 
     def _pending_keys(self) -> frozenset[str]:
         """Fingerprints whose partitions an action may have written, not yet committed."""

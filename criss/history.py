@@ -36,6 +36,8 @@ COUNTERS = (
     "bytes_read",
     "fallbacks",
     "invalidated",
+    "operators_forgotten",
+    "entries_forgotten",
     "statistics_from_execution",
     "results_ordered_on_driver",
     "entries_written_on_driver",

@@ -304,6 +304,51 @@ class QTree:
         graph.remove_nodes_from(doomed)
         return doomed
 
+    def forget(self, before: float, keep: Iterable[str] = ()) -> set[str]:
+        """Remove operators not accessed since ``before`` (a time.time()), with their
+        statistics, edges and the meta entries that name them; return their fingerprints.
+
+        ``keep`` (cached results) stays, and so does everything under it, so an operator
+        kept never loses a child's edge. An operator forgotten is a new one when it comes
+        back: fingerprints carry the input files' versions, so nothing stale is revived.
+        """
+        self._refuse_if_read_only("forget operators")
+        try:
+            with self.db.conn:
+                doomed = self._forgettable(before, keep)
+                for start in range(0, len(doomed), 500):
+                    chunk = doomed[start : start + 500]
+                    marks = ",".join("?" * len(chunk))
+                    self.db.execute(f"delete from nodes where fingerprint in ({marks})", chunk)
+                    self.db.execute(
+                        f"delete from edges where parent in ({marks}) or child in ({marks})",
+                        chunk + chunk,
+                    )
+                gone = set(doomed)
+                named = [
+                    row["key"]
+                    for row in self._rows("select key from meta where key like '%:%'")
+                    if gone.intersection(row["key"].split(":"))
+                ]
+                for key in named:
+                    self.db.execute("delete from meta where key = ?", [key])
+        except sqlite3.Error as exc:
+            raise CatalogError(f"cannot forget operators in {self.db_path}: {exc}") from exc
+        if gone:
+            self._graph = None
+        return gone
+
+    def _forgettable(self, before: float, keep: Iterable[str]) -> list[str]:
+        rows = self.db.execute(
+            "with recursive kept(fingerprint) as ("
+            "  select value from json_each(?)"
+            "  union select edges.child from edges join kept on edges.parent = kept.fingerprint"
+            ") select fingerprint from nodes where last_access < ? "
+            "and fingerprint not in (select fingerprint from kept)",
+            [json.dumps(sorted(set(keep))), before],
+        ).fetchall()
+        return [row[0] for row in rows]
+
     # --- whole tree ----------------------------------------------------------------------------
 
     def graph(self, *, reload: bool = False) -> nx.DiGraph:

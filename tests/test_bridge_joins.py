@@ -7,6 +7,7 @@ import json
 import pytest
 
 import criss
+from criss.bridge.capture import PlanNodes
 from criss.bridge.joins import JoinPlan, _expr_id
 
 pytestmark = pytest.mark.spark
@@ -42,8 +43,8 @@ def _jvm_columns(plan):
 def test_joins_listed_from_the_captured_tree_are_the_jvm_plans_joins(tpch, cs):
     df = tpch.sql(JOINS)
     captured = cs.bridge.capture(df)
-    from_tree = JoinPlan(cs.bridge, df, captured.root, captured.tree)
-    walked = JoinPlan(cs.bridge, df, captured.root)  # every node asked of the JVM
+    from_tree = JoinPlan(cs.bridge, df, captured.nodes, captured.tree)
+    walked = JoinPlan(cs.bridge, df, PlanNodes(captured.root))  # every node asked of the JVM
     assert len(walked.sites) >= 3
     assert [s.path for s in from_tree.sites] == [s.path for s in walked.sites]
     kinds = set()

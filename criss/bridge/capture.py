@@ -31,12 +31,26 @@ _FILE_STATUS = re.compile(
 _BINARY_VALUE = re.compile(r'"value":"(\[B@[0-9a-f]+)"')
 
 
-def node_at(root: Any, path: tuple[int, ...]) -> Any:
-    """The JVM plan node at ``path`` (child indices) under ``root``."""
-    node = root
-    for index in path:
-        node = node.children().apply(index)
-    return node
+class PlanNodes:
+    """The JVM nodes of one (immutable) plan by path, each fetched once: a walk starts from
+    the deepest node already fetched on the way (two py4j calls per step otherwise)."""
+
+    def __init__(self, root: Any) -> None:
+        self.root = root
+        self._nodes: dict[tuple[int, ...], Any] = {(): root}
+
+    def at(self, path: tuple[int, ...]) -> Any:
+        depth = len(path)
+        while path[:depth] not in self._nodes:
+            depth -= 1
+        node = self._nodes[path[:depth]]
+        for end in range(depth + 1, len(path) + 1):
+            node = node.children().apply(path[end - 1])
+            self._nodes[path[:end]] = node
+        return node
+
+    def remember(self, path: tuple[int, ...], node: Any) -> None:
+        self._nodes[path] = node
 
 
 class RememberedTrees:
@@ -94,6 +108,7 @@ class CapturedPlan:
         self._refresh = refresh_listings
         try:
             self.root = root
+            self.nodes = PlanNodes(root)
             tree, serial, unnamed_binary = bridge.plan_tree(self.root.canonicalized())
             self.tree = self._annotate(tree, unnamed_binary=unnamed_binary)
             #: What ``tree`` is a function of (the remembered plan, its files' identities and
@@ -161,7 +176,7 @@ class CapturedPlan:
         return found
 
     def node_at(self, path: tuple[int, ...]) -> Any:
-        return node_at(self.root, path)
+        return self.nodes.at(path)
 
     def label_at(self, path: tuple[int, ...], width: int = 120) -> str:
         return str(self.node_at(path).simpleString(width))

@@ -140,7 +140,7 @@ class CatalystBridge:
         at: tuple[int, ...] = (),
     ) -> Any:
         """The plan under ``at`` with every subtree at a path in ``replacements`` swapped."""
-        return with_replacements(self, captured.root, replacements, at)
+        return with_replacements(self, captured.nodes, replacements, at)
 
     def with_children(self, node: Any, children: list[Any]) -> Any:
         """The JVM plan ``node`` with ``children`` (JVM plans) in place of its own."""
@@ -198,7 +198,7 @@ class CatalystBridge:
         exposed for rewriting (see JoinPlan)."""
         if captured is None:
             return JoinPlan(self, df)
-        return JoinPlan(self, df, captured.root, captured.tree)
+        return JoinPlan(self, df, captured.nodes, captured.tree)
 
     @jvm_errors("list Spark's executors")
     def executor_hosts(self) -> tuple[str, tuple[str, ...], int]:

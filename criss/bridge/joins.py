@@ -8,7 +8,7 @@ import re
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.capture import file_relation_identity
+from criss.bridge.capture import PlanNodes, file_relation_identity
 from criss.bridge.plans import analyzed_plan, optimized_plan
 from criss.bridge.rewrite import with_replacements
 from criss.qtree.plan import Expr, expression_tree
@@ -146,14 +146,19 @@ class JoinPlan:
     """
 
     def __init__(
-        self, bridge: CatalystBridge, df: DataFrame, root: Any = None, tree: PlanNode | None = None
+        self,
+        bridge: CatalystBridge,
+        df: DataFrame,
+        nodes: PlanNodes | None = None,
+        tree: PlanNode | None = None,
     ) -> None:
-        """``tree``, the plain-Python tree of ``root`` (same paths, e.g. its capture's),
-        lists the joins without walking the JVM plan."""
+        """``nodes`` holds the optimized plan's root (a capture's, shared with it), and
+        ``tree``, its plain-Python tree (same paths), lists the joins without walking the
+        JVM plan."""
         self.bridge = bridge
-        self.root = root if root is not None else optimized_plan(df)
-        #: JVM nodes fetched so far, by path (``node_at`` walks from the nearest one).
-        self._nodes: dict[tuple[int, ...], Any] = {(): self.root}
+        #: JVM nodes fetched so far, by path.
+        self._nodes = nodes if nodes is not None else PlanNodes(optimized_plan(df))
+        self.root = self._nodes.root
         self.sites = (
             [JoinSite(self, n.path, n.args) for n in tree.walk() if n.op == "Join"]
             if tree is not None
@@ -167,7 +172,7 @@ class JoinPlan:
         stack: list[tuple[tuple[int, ...], Any]] = [((), self.root)]
         while stack:
             path, node = stack.pop()
-            self._nodes[path] = node
+            self._nodes.remember(path, node)
             kids = node.children()
             stack.extend((path + (i,), kids.apply(i)) for i in reversed(range(kids.size())))
             if node.nodeName() == "Join":
@@ -191,14 +196,7 @@ class JoinPlan:
 
     def node_at(self, path: tuple[int, ...]) -> Any:
         """The original plan's JVM node at ``path`` (replacements do not change it)."""
-        depth = len(path)
-        while path[:depth] not in self._nodes:
-            depth -= 1
-        node = self._nodes[path[:depth]]
-        for end in range(depth + 1, len(path) + 1):
-            node = node.children().apply(path[end - 1])
-            self._nodes[path[:end]] = node
-        return node
+        return self._nodes.at(path)
 
     def side(self, path: tuple[int, ...], which: str) -> DataFrame:
         """The join's ``left`` or ``right`` input as a DataFrame (same exprIds), including
@@ -239,7 +237,7 @@ class JoinPlan:
         return self.bridge.dataframe_of(self._rebuild(()))
 
     def _rebuild(self, at: tuple[int, ...]) -> Any:
-        return with_replacements(self.bridge, self.root, self.replaced, at)
+        return with_replacements(self.bridge, self._nodes, self.replaced, at)
 
 
 def operator_names(plan: JoinPlan, path: tuple[int, ...]) -> list[str]:

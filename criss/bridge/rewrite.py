@@ -10,7 +10,7 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.capture import node_at
+from criss.bridge.capture import PlanNodes
 from criss.bridge.plans import analyzed_plan
 from criss.errors import BridgeError
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact, read_arrow, spark_order
@@ -162,19 +162,20 @@ def local_dataframe(bridge: CatalystBridge, table: Any, schema: Any) -> Any:
 
 def with_replacements(
     bridge: CatalystBridge,
-    root: Any,
+    nodes: PlanNodes,
     replacements: dict[tuple[int, ...], Any],
     at: tuple[int, ...],
 ) -> Any:
-    """The JVM plan under ``root``'s node at ``at`` with the subtree at each path of
-    ``replacements`` swapped in: its ancestors rebuilt, every other subtree shared."""
+    """The JVM plan under the node at ``at`` of the plan ``nodes`` holds, with the subtree
+    at each path of ``replacements`` swapped in: its ancestors rebuilt, every other
+    subtree shared."""
     if at in replacements:
         return replacements[at]
-    node = node_at(root, at)
+    node = nodes.at(at)
     if not any(len(p) > len(at) and p[: len(at)] == at for p in replacements):
         return node
     kids = [
-        with_replacements(bridge, root, replacements, at + (i,))
+        with_replacements(bridge, nodes, replacements, at + (i,))
         for i in range(node.children().size())
     ]
     return bridge.with_children(node, kids)

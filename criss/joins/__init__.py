@@ -111,6 +111,14 @@ class JoinContext:
     counters: Any
     #: The query's canonical, fingerprinted plan (same paths as the JoinPlan's).
     tree: PlanNode | None = None
+    #: Spark settings read while planning this query (each read is a JVM round trip).
+    _settings: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def setting(self, key: str, default: str) -> str:
+        """Spark's runtime value of ``key``, read once per query."""
+        if key not in self._settings:
+            self._settings[key] = str(self.session.spark.conf.get(key, default))
+        return self._settings[key]
 
     def side_facts(self, plan: JoinPlan, path: tuple[int, ...], which: str) -> SideFacts:
         """Canonical subtree, fingerprint and QTree statistics of one input of a join.

@@ -200,17 +200,16 @@ def semi_filter(big: DataFrame, operands: list[Column], keys: DataFrame) -> Data
 
 
 def broadcast_threshold(context: JoinContext) -> int:
-    value = context.session.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760")
+    value = context.setting("spark.sql.autoBroadcastJoinThreshold", "10485760")
     try:
-        return int(str(value).lower().rstrip("b"))
+        return int(value.lower().rstrip("b"))
     except ValueError:
         return 10 << 20
 
 
 def adaptive(context: JoinContext) -> bool:
     """Whether adaptive execution re-plans joins from the real sizes of their inputs."""
-    value = context.session.spark.conf.get("spark.sql.adaptive.enabled", "true")
-    return str(value).lower() == "true"
+    return context.setting("spark.sql.adaptive.enabled", "true").lower() == "true"
 
 
 #: Inputs whose rows a key filter may drop: both for inner joins, the null-supplying one
