@@ -18,6 +18,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 import uuid
 import zlib
 from collections import Counter
@@ -35,6 +36,9 @@ from criss.storage.catalog import EMPTY, CacheCatalog, EntryRecord, PartitionRec
 from criss.storage.tiers import Tier, file_uri, move_file
 
 GRANULARITIES = ("partition", "operator")
+#: Verified partition files remembered before the memory starts over (each is checked again
+#: once): deleted and replaced files would otherwise stay in it for the process's life.
+VERIFIED_LIMIT = 100_000
 #: Spark's output file name: part-<task index>-<job uuid>-c<file counter>.<codec>.parquet
 _PART_FILE = re.compile(r"^part-(\d+)-.*\.parquet$")
 
@@ -124,6 +128,9 @@ class PartitionCache:
         self.refused = 0
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._pins: Counter = Counter()
+        #: Reentrant: a finalizer's ``unpin`` may run in this thread while it holds the lock.
+        self._pin_lock = threading.RLock()
+        #: Partition files whose CRC and rows were checked, by (tier, name, bytes, version).
         self._verified: set[tuple[str, str, int, int]] = set()
         self.reconcile()
 
@@ -174,6 +181,8 @@ class PartitionCache:
                 return False
         except (OSError, StorageError, ValueError):  # pyarrow's errors derive from these
             return False
+        if len(self._verified) >= VERIFIED_LIMIT:  # files long gone stay in it otherwise
+            self._verified.clear()
         self._verified.add(token)
         return True
 
@@ -421,12 +430,15 @@ class PartitionCache:
 
     def pin(self, keys: Iterable[str]) -> None:
         """Protect entries from eviction and replacement, here and in other applications."""
-        self._pins.update(keys)
-        self.catalog.publish_pins(self.owner, {k for k, n in self._pins.items() if n > 0})
+        with self._pin_lock:
+            self._pins.update(keys)
+            live = self._live_pins()
+        self.catalog.publish_pins(self.owner, live)
 
     def unpin(self, keys: Iterable[str]) -> None:
         """Release pins (safe from a finalizer: only memory is touched, published later)."""
-        self._pins.subtract(keys)
+        with self._pin_lock:
+            self._pins.subtract(keys)
 
     def pin_count(self, key: str) -> int:
         return self._pins.get(key, 0)
@@ -435,8 +447,21 @@ class PartitionCache:
         """Whether another live application's DataFrames read ``key``."""
         return key in self.catalog.pinned_by_others(self.owner)
 
+    def _live_pins(self) -> set[str]:
+        """The keys pinned now; released ones leave the map, which would otherwise keep
+        every key this application ever read. Called with ``_pin_lock`` held, so a key
+        dropped here is not being pinned by another thread."""
+        live = set()
+        for key, count in list(self._pins.items()):
+            if count > 0:
+                live.add(key)
+            else:
+                self._pins.pop(key, None)
+        return live
+
     def pinned(self) -> set[str]:
-        mine = {k for k, n in self._pins.items() if n > 0}
+        with self._pin_lock:
+            mine = self._live_pins()
         self.catalog.publish_pins(self.owner, mine)
         return mine | self.catalog.pinned_by_others(self.owner)
 

@@ -154,3 +154,37 @@ def test_a_result_still_to_be_written_is_not_forgotten(tpch, tmp_path):
         forgotten = forget_unused(cs.qtree, cs.cache, 3600, pending=pending, now=later)
         assert forgotten.operators == 0 and forgotten.entries == 0
         assert_same_rows(df.collect(), tpch.sql(KEPT).collect())
+
+
+@pytest.mark.spark
+def test_the_pin_map_holds_only_what_is_pinned(tpch, tmp_path):
+    """A long-lived application's pin map does not keep every key it ever read."""
+    with criss.session(tpch, home=str(tmp_path / "home")) as cs:
+        cache = cs.cache
+        keys = [f"k{i}" for i in range(3000)]
+        cache.pin(keys[:1])
+        for key in keys[1:]:  # one query's lease after another: pinned, then released
+            cache.pin([key])
+            cache.unpin([key])
+        assert cache.pinned() >= {keys[0]} and len(cache._pins) == 1
+        cache.unpin(keys[:1])
+        assert keys[0] not in cache.pinned() and not cache._pins
+
+
+@pytest.mark.spark
+def test_the_memory_of_verified_files_starts_over_at_its_limit(
+    tpch, tmp_path, monkeypatch, no_coalescing
+):
+    import criss.storage.cache as cache_module
+
+    monkeypatch.setattr(cache_module, "VERIFIED_LIMIT", 1)
+    sql = "select l_orderkey, sum(l_quantity) q from lineitem group by l_orderkey"
+    with criss.session(tpch, home=str(tmp_path / "home")) as cs:
+        for _ in range(3):
+            assert_same_rows(cs.sql(sql).collect(), tpch.sql(sql).collect())
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1
+        files = [
+            p for e in cs.cache.catalog.entries() for p in e.partitions.values() if not p.empty
+        ]
+        assert len(files) >= 2, "the result spans several partition files"
+        assert len(cs.cache._verified) == 1
