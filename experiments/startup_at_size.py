@@ -30,7 +30,7 @@ from pathlib import Path
 
 RESULTS = Path(__file__).parent / "results" / "issue21"
 CONF = {
-    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.shuffle.partitions": "32",
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
 }
 
