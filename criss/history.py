@@ -1,7 +1,9 @@
 """A bounded log of the queries planned through Criss, for the dashboard and ``criss`` CLI.
 
 Stored in the home's ``catalog.db`` (table ``queries``) so any process can read it.
-Recording is best effort: a locked or broken log never fails a query.
+Recording is best effort: a locked or broken log never fails a query. A query's explain
+text and decisions (~15 KB of text, most of the log) are kept zlib-compressed; rows
+written before that are plain text and read as they are.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 import os
 import sqlite3
 import time
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -124,8 +127,8 @@ class QueryHistory:
                         materialize_seconds,
                         json.dumps(counters),
                         fallback,
-                        explain,
-                        decisions,
+                        _packed(explain),
+                        _packed(decisions),
                     ],
                 )
                 if cursor.lastrowid and cursor.lastrowid % 100 == 0:
@@ -151,10 +154,32 @@ class QueryHistory:
         (:func:`criss.records.operators_from_json` reads it)."""
         sql = "select * from queries order by id desc" + (" limit ?" if limit else "")
         rows = read_rows(self.db, sql, [limit] if limit else [], what="query log", path=self.path)
-        return [{**row, "counters": _counters(row["counters"])} for row in rows]
+        return [
+            {
+                **row,
+                "counters": _counters(row["counters"]),
+                "explain": _unpacked(row.get("explain")),
+                "decisions": _unpacked(row.get("decisions")),
+            }
+            for row in rows
+        ]
 
     def close(self) -> None:
         self.db.conn.close()
+
+
+def _packed(text: str | None) -> bytes | None:
+    return None if text is None else zlib.compress(text.encode(), 6)
+
+
+def _unpacked(value: str | bytes | None) -> str | None:
+    """A logged text: compressed (bytes), or plain from a log written before compression."""
+    if isinstance(value, bytes):
+        try:
+            return zlib.decompress(value).decode()
+        except (zlib.error, UnicodeDecodeError):
+            return None
+    return value
 
 
 def _counters(text: str | None) -> dict[str, Any]:

@@ -23,4 +23,4 @@ cd "$ROOT"
 if [ $# -gt 0 ]; then exec "$VENV/bin/python" -m pytest "$@"; fi
 "$VENV/bin/python" -m pytest
 say "the cluster tests, on a loopback standalone cluster ..."
-exec "$VENV/bin/python" -m pytest -m cluster --spark-master loopback
+exec "$VENV/bin/python" -m pytest -m "cluster and not local_only" --spark-master loopback

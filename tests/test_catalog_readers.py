@@ -111,6 +111,35 @@ def test_read_only_readers_see_what_the_library_wrote(written):
         assert history.recent(1) == [newest]
 
 
+def test_the_log_keeps_explain_and_decisions_compressed_and_reads_old_rows(tmp_path):
+    explain = "Aggregate [l_returnflag]: cached (benefit 3.2 s)\n" * 60
+    decisions = QueryRecord("select 1", operators=[]).dumps() + " " * 2000
+    with closing(QueryHistory(tmp_path / "catalog.db")) as history:
+        history.record(
+            sql="select 1",
+            planning_seconds=0.1,
+            materialize_seconds=0.0,
+            counters={},
+            fallback=None,
+            explain=explain,
+            decisions=decisions,
+        )
+        # a row written by a Criss that logged plain text
+        history.db.execute(
+            "insert into queries (at, pid, sql, counters, explain, decisions) "
+            "values (0, 1, 'old', '{}', 'plain explain', '{\"operators\": []}')"
+        )
+        history.db.conn.commit()
+        stored = history.db.execute("select explain, decisions from queries where id = 1")
+        raw_explain, raw_decisions = stored.fetchone()
+    assert isinstance(raw_explain, bytes) and len(raw_explain) < len(explain) / 10
+    assert isinstance(raw_decisions, bytes) and len(raw_decisions) < len(decisions) / 2
+    with closing(QueryHistory.read_only(tmp_path / "catalog.db")) as history:
+        old, new = history.recent(None)
+    assert (new["explain"], new["decisions"]) == (explain, decisions)
+    assert (old["explain"], old["decisions"]) == ("plain explain", '{"operators": []}')
+
+
 def test_read_only_readers_refuse_every_write(written):
     home, root = written["home"], written["root"]
     before = snapshot(home)

@@ -16,6 +16,18 @@ from tests.rowcompare import assert_same_rows
 #: Also run on the loopback standalone cluster (tests/conftest.py).
 pytestmark = pytest.mark.cluster
 
+
+def one_on_cluster(queries: dict[str, str]) -> list:
+    """``queries`` as parameters, every one run in the local pass and the first alone on
+    the cluster too: what the cluster adds is executors in other JVMs running the probes
+    in their Python workers, which one case per method exercises; the data cases are
+    about rows, the same on both."""
+    return [
+        pytest.param(query, id=name, marks=() if i == 0 else pytest.mark.local_only)
+        for i, (name, query) in enumerate(queries.items())
+    ]
+
+
 FAST = {"codec_rate": "20m", "disk_bandwidth": "100m", "memory_bandwidth": "1g"}
 #: these tests are about the join rewrite: no materialization jobs for caching (a
 #: first-seen result would be cached eagerly however cheap: not here)
@@ -91,30 +103,21 @@ def _check(cs, spark, query: str, applied: bool = True) -> str:
     return explain
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
-        "select pid, iid from rj_points join rj_intervals on p >= s and p < e",
-        "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
-        "select pid, iid from rj_intervals right join rj_points on s < p and e >= p",
-        "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
-        "select pid, iid from rj_points left join rj_intervals on pd >= sd and ed > pd",
-        "select pid, iid from rj_points join rj_intervals on pt >= st and pt <= et",
-        "select pid, iid from rj_points join rj_intervals"
-        " on p between s and e and (pid + iid) % 3 <> 0",
-    ],
-    ids=[
-        "between",
-        "half-open",
-        "left-outer",
-        "right-outer",
-        "decimal",
-        "date-left-outer",
-        "timestamp",
-        "residual",
-    ],
-)
+POINT_IN_INTERVAL = {
+    "between": "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
+    "half-open": "select pid, iid from rj_points join rj_intervals on p >= s and p < e",
+    "left-outer": "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
+    "right-outer": "select pid, iid from rj_intervals right join rj_points on s < p and e >= p",
+    "decimal": "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
+    "date-left-outer": "select pid, iid from rj_points left join rj_intervals"
+    " on pd >= sd and ed > pd",
+    "timestamp": "select pid, iid from rj_points join rj_intervals on pt >= st and pt <= et",
+    "residual": "select pid, iid from rj_points join rj_intervals"
+    " on p between s and e and (pid + iid) % 3 <> 0",
+}
+
+
+@pytest.mark.parametrize("query", one_on_cluster(POINT_IN_INTERVAL))
 def test_point_in_interval_equals_spark(cs, views, query):
     explain = _check(cs, views, query)
     assert "bucket equi-join" in explain
@@ -185,7 +188,7 @@ def interval_preserving(cs, views):
 
 
 @pytest.mark.parametrize("method", ["bucket", "index"])
-@pytest.mark.parametrize("query", list(INTERVAL_PRESERVING.values()), ids=list(INTERVAL_PRESERVING))
+@pytest.mark.parametrize("query", one_on_cluster(INTERVAL_PRESERVING))
 def test_outer_join_preserving_the_interval_side_equals_spark(
     cs, interval_preserving, method, query
 ):
@@ -246,35 +249,36 @@ def forced_index(cs, views):
         yield views
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        # NULL, reversed, boundary-equal, duplicate and 3000-long intervals are in the data
-        "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
-        "select pid, iid from rj_intervals join rj_points on s < p and e >= p",
-        "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
-        "select * from rj_points join rj_intervals on pt >= st and pt <= et",
-        "select pid, iid from rj_points join rj_intervals"
-        " on p between s and e and (pid + iid) % 3 <> 0",
-        "select a.iid, b.iid from rj_intervals a join rj_intervals b on a.s <= b.e and b.s <= a.e",
-        "select pid, iid from rj_points join rj_none on p between s and e",
-    ],
-    ids=["between", "strict-swapped", "decimal", "timestamp", "residual", "overlap", "empty"],
-)
+# NULL, reversed, boundary-equal, duplicate and 3000-long intervals are in the data
+RANGE_INDEX_JOINS = {
+    "between": "select pid, iid, p, s, e from rj_points join rj_intervals on p between s and e",
+    "strict-swapped": "select pid, iid from rj_intervals join rj_points on s < p and e >= p",
+    "decimal": "select pid, iid from rj_points join rj_intervals on pdec between sdec and edec",
+    "timestamp": "select * from rj_points join rj_intervals on pt >= st and pt <= et",
+    "residual": "select pid, iid from rj_points join rj_intervals"
+    " on p between s and e and (pid + iid) % 3 <> 0",
+    "overlap": "select a.iid, b.iid from rj_intervals a join rj_intervals b"
+    " on a.s <= b.e and b.s <= a.e",
+    "empty": "select pid, iid from rj_points join rj_none on p between s and e",
+}
+
+
+@pytest.mark.parametrize("query", one_on_cluster(RANGE_INDEX_JOINS))
 def test_range_index_equals_spark(cs, forced_index, query):
     explain = _check(cs, forced_index, query)
     assert "range index" in explain and "length class" in explain
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "select pid, iid from rj_points join rj_intervals on p >= e",
-        "select pid, iid from rj_points join rj_intervals on p < s and pid < 50",
-        "select pid, iid from rj_points join rj_intervals on sd > pd and (pid + iid) % 2 = 0",
-    ],
-    ids=["point-above", "point-below-filtered", "date-residual"],
-)
+ONE_SIDED = {
+    "point-above": "select pid, iid from rj_points join rj_intervals on p >= e",
+    "point-below-filtered": "select pid, iid from rj_points join rj_intervals"
+    " on p < s and pid < 50",
+    "date-residual": "select pid, iid from rj_points join rj_intervals"
+    " on sd > pd and (pid + iid) % 2 = 0",
+}
+
+
+@pytest.mark.parametrize("query", one_on_cluster(ONE_SIDED))
 def test_one_sided_range_index_equals_spark(cs, forced_index, query):
     explain = _check(cs, forced_index, query)
     assert "range index (one-sided" in explain
@@ -293,7 +297,7 @@ FLOAT_JOINS = {
 
 
 @pytest.mark.parametrize("method", ["bucket", "index"])
-@pytest.mark.parametrize("query", list(FLOAT_JOINS.values()), ids=list(FLOAT_JOINS))
+@pytest.mark.parametrize("query", one_on_cluster(FLOAT_JOINS))
 def test_floating_point_bounds_with_nan_infinities_and_signed_zero(cs, views, method, query):
     # NaN (above +Infinity in Spark's order), +-Infinity, -0.0 and NULL on both sides; the
     # interval ends fall on point values, so boundaries are tested
@@ -312,16 +316,17 @@ def test_finite_floating_point_bounds_are_bucketed_by_the_cost_model(cs, views):
     assert "bucket equi-join" in explain
 
 
-@pytest.mark.parametrize(
-    "query",
-    [
-        "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
-        "select pid, iid from rj_intervals right join rj_points on s <= p and e >= p",
-        "select pid, iid from rj_points left join rj_intervals on p >= e and pid < 40",
-        "select pid, iid from rj_intervals left join rj_points on sd > pd",
-    ],
-    ids=["point-preserved", "point-preserved-right", "one-sided", "one-sided-indexed-preserved"],
-)
+INDEXED_OUTER_JOINS = {
+    "point-preserved": "select pid, iid from rj_points left join rj_intervals on p >= s and p < e",
+    "point-preserved-right": "select pid, iid from rj_intervals right join rj_points"
+    " on s <= p and e >= p",
+    "one-sided": "select pid, iid from rj_points left join rj_intervals on p >= e and pid < 40",
+    "one-sided-indexed-preserved": "select pid, iid from rj_intervals left join rj_points"
+    " on sd > pd",
+}
+
+
+@pytest.mark.parametrize("query", one_on_cluster(INDEXED_OUTER_JOINS))
 def test_range_index_serves_outer_joins(cs, forced_index, query):
     explain = _check(cs, forced_index, query)
     assert "range index" in explain and "unmatched rows" in explain
