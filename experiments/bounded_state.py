@@ -37,7 +37,10 @@ RESULTS = Path(__file__).parent / "results" / "issue21"
 
 def sample(cs, home: Path, done: int, window: list[float], started: float) -> dict:
     db = cs.qtree.db
-    count = lambda table: db.execute(f"select count(*) from {table}").fetchone()[0]  # noqa: E731
+
+    def count(table: str) -> int:
+        return db.execute(f"select count(*) from {table}").fetchone()[0]
+
     return {
         "statements": done,
         "seconds": round(time.perf_counter() - started, 1),

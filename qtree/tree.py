@@ -298,11 +298,20 @@ class QTree:
         if not doomed:
             return doomed
         with self.db.conn:
-            for fp in doomed:
-                self.db.execute("delete from nodes where fingerprint = ?", [fp])
-                self.db.execute("delete from edges where parent = ? or child = ?", [fp, fp])
+            self._delete_operators(sorted(doomed))
         graph.remove_nodes_from(doomed)
         return doomed
+
+    def _delete_operators(self, fingerprints: list[str]) -> None:
+        """Delete operators and every edge touching them (inside the caller's transaction)."""
+        for start in range(0, len(fingerprints), 500):
+            chunk = fingerprints[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            self.db.execute(f"delete from nodes where fingerprint in ({marks})", chunk)
+            self.db.execute(
+                f"delete from edges where parent in ({marks}) or child in ({marks})",
+                chunk + chunk,
+            )
 
     def forget(self, before: float, keep: Iterable[str] = ()) -> set[str]:
         """Remove operators not accessed since ``before`` (a time.time()), with their
@@ -316,14 +325,7 @@ class QTree:
         try:
             with self.db.conn:
                 doomed = self._forgettable(before, keep)
-                for start in range(0, len(doomed), 500):
-                    chunk = doomed[start : start + 500]
-                    marks = ",".join("?" * len(chunk))
-                    self.db.execute(f"delete from nodes where fingerprint in ({marks})", chunk)
-                    self.db.execute(
-                        f"delete from edges where parent in ({marks}) or child in ({marks})",
-                        chunk + chunk,
-                    )
+                self._delete_operators(doomed)
                 gone = set(doomed)
                 named = [
                     row["key"]
