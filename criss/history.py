@@ -134,7 +134,7 @@ class QueryHistory:
                 if cursor.lastrowid and cursor.lastrowid % 100 == 0:
                     self.db.execute("delete from queries where id <= ?", [cursor.lastrowid - KEEP])
             return cursor.lastrowid
-        except sqlite3.Error as exc:
+        except Exception as exc:  # any type (SQLite, encoding a text): the log is best effort
             log.warning("could not record the query in the log: %s", exc)
             return None
 

@@ -140,6 +140,20 @@ def test_the_log_keeps_explain_and_decisions_compressed_and_reads_old_rows(tmp_p
     assert (old["explain"], old["decisions"]) == ("plain explain", '{"operators": []}')
 
 
+def test_a_text_the_log_cannot_encode_costs_the_log_entry_only(tmp_path):
+    with closing(QueryHistory(tmp_path / "catalog.db")) as history:
+        logged = history.record(
+            sql="select 1",
+            planning_seconds=0.1,
+            materialize_seconds=0.0,
+            counters={},
+            fallback=None,
+            explain="a lone surrogate \ud800",
+            decisions=None,
+        )
+        assert logged is None and history.recent() == []
+
+
 def test_read_only_readers_refuse_every_write(written):
     home, root = written["home"], written["root"]
     before = snapshot(home)
