@@ -9,6 +9,7 @@ in :mod:`criss.planner`; this module holds what outlives one query.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import warnings
 import weakref
@@ -76,6 +77,11 @@ class CrissSession:
         self.learning = Learning(self.qtree)
         self.joins = JoinOptimizer(self)
         self.counters: Counter = Counter({name: 0 for name in COUNTERS})
+        #: One thread at a time plans, settles or reports: the catalogs' SQLite connections
+        #: and the maps below are shared by every thread of the application (a notebook
+        #: server or a service issuing queries from several threads). Actions still run in
+        #: parallel in Spark; Spark's listener thread never takes it.
+        self._lock = threading.RLock()
         self._records: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         self._last: QueryRecord | None = None
         # the paper chooses what to cache assuming the worst case: it will sit on disk
@@ -212,11 +218,13 @@ class CrissSession:
     def record(self, df: DataFrame) -> QueryRecord | None:
         """How Criss planned ``df``, as data: per operator the decision (reuse, cache, skip),
         its reason code and the numbers it used (None: not planned by this session)."""
-        return self._records.get(df)
+        with self._lock:
+            return self._records.get(df)
 
     def explain(self, df: DataFrame) -> str:
         """Per operator: matched? reused (which entry)? cached? and why not."""
-        record = self._records.get(df)
+        with self._lock:
+            record = self._records.get(df)
         if record is None:
             return "this DataFrame was not planned by this Criss session"
         return format_explain(record)
@@ -224,6 +232,10 @@ class CrissSession:
     def report(self) -> Report:
         """Counters, per-tier usage and traffic, and every entry with its bitmap: a dict
         (JSON-ready) that prints as a short summary."""
+        with self._lock:
+            return self._report()
+
+    def _report(self) -> Report:
         self.settle_harvests()
         cache = self.cache.report()
         return Report(
@@ -253,9 +265,10 @@ class CrissSession:
     def last_query_summary(self, settle: bool = True) -> dict[str, Any]:
         """The last query's counters and times. With ``settle``, what its action (if it ran)
         wrote through is committed and counted first."""
-        if settle:
-            self.settle_harvests()
-        return {} if self._last is None else self._last.summary()
+        with self._lock:
+            if settle:
+                self.settle_harvests()
+            return {} if self._last is None else self._last.summary()
 
     def written_through(self, record: QueryRecord, stored: dict[str, int]) -> None:
         """Count what a query's action cached through its write-through steps, in the
@@ -272,13 +285,18 @@ class CrissSession:
         """
         if tier is not None and tier not in self.cache.tiers:
             raise StorageError(f"no tier {tier!r}; tiers: {', '.join(self.cache.tiers)}")
-        if tier is None:
-            self.settle_harvests()
-            self.qtree.clear()
-        self.cache.clear(tier)
-        self.bridge.forget_reads()
+        with self._lock:
+            if tier is None:
+                self.settle_harvests()
+                self.qtree.clear()
+            self.cache.clear(tier)
+            self.bridge.forget_reads()
 
     def close(self) -> None:
+        with self._lock:
+            self._close()
+
+    def _close(self) -> None:
         try:
             self.settle_harvests()  # commit what the last actions wrote through
         except Exception as exc:
@@ -313,6 +331,10 @@ class CrissSession:
         """Store the statistics read off executed plans in the background, waiting for the
         reads that may hold statistics of ``needed`` fingerprints (None: all). With
         ``drain``, first let Spark report the actions finished so far."""
+        with self._lock:
+            self._settle(needed, drain)
+
+    def _settle(self, needed: Collection[str] | None, drain: bool) -> None:
         if drain and self.listener is not None:
             self.listener.wait_for_reports()
         self.counters["statistics_from_execution"] += self.learning.settle(needed)
@@ -362,6 +384,10 @@ class CrissSession:
     # --- planning ------------------------------------------------------------------------------
 
     def _plan(self, df: DataFrame, sql: str | None) -> DataFrame:
+        with self._lock:
+            return self._plan_locked(df, sql)
+
+    def _plan_locked(self, df: DataFrame, sql: str | None) -> DataFrame:
         self.counters["queries"] += 1
         if not self.options.enabled:
             return df

@@ -2,48 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
-
-def _is_nan(v: Any) -> bool:
-    return isinstance(v, float) and math.isnan(v)
-
-
-def _sort_key(row: Sequence[Any]) -> tuple:
-    # NaN sorts after every number, as Spark orders it (and compares equal to itself)
-    return tuple(
-        (0, "")
-        if v is None
-        else (3, "")
-        if _is_nan(v)
-        else (1, round(v, 6) if isinstance(v, float) else v)
-        if isinstance(v, (int, float, Decimal))
-        else (2, str(v))
-        for v in row
-    )
-
-
-def _close(a: Any, b: Any, rel: float) -> bool:
-    if isinstance(a, float) or isinstance(b, float):
-        if a is None or b is None:
-            return a is b
-        if _is_nan(a) or _is_nan(b):
-            return _is_nan(a) and _is_nan(b)
-        return math.isclose(float(a), float(b), rel_tol=rel, abs_tol=1e-9)
-    return a == b
+from criss.workload.rows import row_difference
 
 
 def assert_same_rows(
     actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]], rel: float = 1e-6
 ) -> None:
     """Equal as multisets of rows (order ignored), floats within ``rel``."""
-    assert len(actual) == len(expected), f"{len(actual)} rows, expected {len(expected)}"
-    left = sorted((tuple(r) for r in actual), key=_sort_key)
-    right = sorted((tuple(r) for r in expected), key=_sort_key)
-    for i, (a, e) in enumerate(zip(left, right, strict=True)):
-        assert len(a) == len(e) and all(_close(x, y, rel) for x, y in zip(a, e, strict=True)), (
-            f"row {i} differs: {a} != {e}"
-        )
+    difference = row_difference(actual, expected, rel)
+    assert difference is None, difference
