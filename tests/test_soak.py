@@ -13,6 +13,7 @@ from rowcompare import assert_same_rows
 
 import criss
 from criss.workload.tpch.queries import statement
+from experiments.soak.work import FAULT_KINDS
 
 pytestmark = pytest.mark.spark
 REPO = Path(__file__).resolve().parent.parent
@@ -64,16 +65,7 @@ def test_a_short_soak_with_every_fault_has_no_wrong_rows_and_no_errors(tmp_path)
     assert report["wrong_rows"] == 0, report["wrong_examples"]
     assert report["errors"] == 0, report["error_examples"]
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert set(report["faults_injected"]) == {
-        "delete",
-        "truncate",
-        "corrupt",
-        "rewrite_input",
-        "append_input",
-        "fill",
-        "hold_lock",
-        "kill",
-    }
+    assert set(report["faults_injected"]) == set(FAULT_KINDS)
     assert report["statements"] >= 20
     assert report["statements_reusing"] > 0  # the faults had something to hit
     assert report["data_versions"] >= 2  # results followed rewritten and appended tables
