@@ -27,6 +27,7 @@ from criss.bridge import (
     execution_id,
     plan_identity,
 )
+from criss.bridge.handout import names_any, served_dataframe
 from criss.config import CrissOptions
 from criss.errors import StorageError
 from criss.history import COUNTERS, QueryHistory
@@ -410,6 +411,9 @@ class CrissSession:
         finally:
             self._stop_planning()
         record.planning_seconds = time.perf_counter() - started - record.materialize_seconds
+        if lease.pinned and not record.dry_run:  # it reads cached files at execution
+            keys = tuple(lease.pinned)
+            planned = served_dataframe(planned, df, lambda exc: self._read_failed(keys, exc))
         for write in lease.writes:
             self._writes[write.token] = write
         for cached in lease.caches:
@@ -421,6 +425,23 @@ class CrissSession:
             # the entries (and uncached leftovers) this DataFrame reads live as long as it does
             weakref.finalize(planned, lease.release)
         return planned
+
+    def _read_failed(self, keys: tuple[str, ...], exc: BaseException) -> bool:
+        """An action reading the cached ``keys`` failed: True (run the plain plan) when
+        the error names a file of Criss's tiers. The entries are looked up again, so what
+        is damaged now is dropped and the next query recomputes it."""
+        if not names_any(exc, self.cache.locations()):
+            return False
+        log.warning("a cached result failed this action; it runs uncached: %s", exc)
+        with self._lock:
+            self.counters["fallbacks_at_execution"] += 1
+            self.cache.faults["read failed"] += 1
+            for key in keys:
+                try:
+                    self.cache.lookup(key)
+                except Exception as lookup_exc:  # any type: the next lookup tries again
+                    log.info("entry %s was not checked again: %s", key, lookup_exc)
+        return True
 
     def _forget_unused(self, counters: Counter) -> None:
         """Age the catalog (``criss.ageing``); a failure only postpones it."""

@@ -38,6 +38,7 @@ COUNTERS = (
     "bytes_written",
     "bytes_read",
     "fallbacks",
+    "fallbacks_at_execution",
     "invalidated",
     "operators_forgotten",
     "entries_forgotten",

@@ -325,6 +325,15 @@ class PartitionCache:
             result.bytes += size
             result.rows += rows
 
+    def locations(self) -> tuple[str, ...]:
+        """Where each tier's files are (a local directory, or a URI prefix), as they
+        appear in Spark's error messages."""
+        found = []
+        for tier in self.tiers.values():
+            root = tier.local_root()
+            found.append(str(root) if root is not None else tier.uri(_PROBE)[: -len(_PROBE)])
+        return tuple(found)
+
     def tiers_in_use(self) -> list[Tier]:
         """Tiers Spark may read or write: those taking writes, and others holding files."""
         return [tier for name, tier in self.tiers.items() if name in self.order or tier.list()]
@@ -552,6 +561,9 @@ class PartitionCache:
     def close(self) -> None:
         self.catalog.forget_owner(self.owner)  # this application no longer pins anything
         self.catalog.close()
+
+
+_PROBE = "probe"
 
 
 def staged_files(staged: Path, indices: list[int]) -> dict[int, Path | None]:

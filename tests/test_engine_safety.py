@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
 import warnings
@@ -217,6 +218,54 @@ def test_damaged_cache_files_are_recomputed(tpch, cs, damage):
     rows, summary = _run(cs, AGG)
     assert summary["operators_reused"] >= 1 and summary.get("partitions_recomputed", 0) == 0
     assert_same_rows(rows, expected)
+
+
+def _damage(part, damage):
+    if damage == "truncate":
+        os.truncate(part, part.stat().st_size // 2)
+    elif damage == "corrupt":  # in place, as bit rot or a stray write would
+        with open(part, "r+b") as handle:
+            handle.seek(part.stat().st_size // 2)
+            handle.write(b"\xff" * 64)
+    else:
+        part.unlink()
+
+
+@pytest.mark.parametrize("damage", ["truncate", "corrupt", "delete"])
+@pytest.mark.usefixtures("no_coalescing")
+def test_files_damaged_after_planning_fall_back_at_execution(tpch, tmp_path, damage):
+    """A cached file damaged between ``cs.sql()`` (which verified it) and the action that
+    reads it: Spark fails the read, and the action runs again on the plain plan."""
+    cs = criss.session(tpch, home=str(tmp_path / "h"), local_read_bytes=0)  # Spark reads
+    expected = tpch.sql(AGG).collect()
+    _run(cs, AGG)
+    served = cs.sql(AGG)
+    assert cs.last_query_summary()["operators_reused"] >= 1
+    for part in _partition_files(cs):
+        _damage(part, damage)
+    assert_same_rows(served.collect(), expected)
+    assert cs.counters["fallbacks_at_execution"] == 1
+    assert cs.cache.faults["read failed"] == 1
+    assert not _partition_files(cs) or damage != "delete"  # dropped when looked up again
+    rows, summary = _run(cs, AGG)  # recomputed, then served again
+    assert_same_rows(rows, expected)
+    rows, summary = _run(cs, AGG)
+    assert summary["operators_reused"] >= 1 and not summary.get("partitions_recomputed")
+    assert_same_rows(rows, expected)
+    assert cs.counters["fallbacks_at_execution"] == 1
+    cs.close()
+
+
+def test_a_users_own_error_on_a_served_dataframe_is_raised_not_retried(tpch, tmp_path):
+    cs = criss.session(tpch, home=str(tmp_path / "h"), local_read_bytes=0)
+    failing = f"select * from ({AGG}) where n / (n - n) > 0"  # ANSI: divide by zero
+    _run(cs, AGG)
+    served = cs.sql(failing)
+    assert cs.last_query_summary()["operators_reused"] >= 1
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO"):
+        served.collect()
+    assert cs.counters["fallbacks_at_execution"] == 0
+    cs.close()
 
 
 def test_invalid_sql_raises_sparks_own_errors(tpch, cs):

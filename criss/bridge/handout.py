@@ -1,0 +1,81 @@
+"""The DataFrame handed out when a query reads cached results: Spark's own, with actions
+that fall back to the plain plan when Criss's files fail them.
+
+Planning verifies every cached partition it serves (size, CRC-32, row count), but a file
+can still be deleted, truncated or overwritten between planning and the action that reads
+it (an administrator, a full disk, another program). Spark then fails the action with an
+error plain Spark would never have raised. An action of this DataFrame that fails reading
+a file under one of Criss's tiers runs again on the query's own plan, so the user gets
+plain Spark's answer; any other failure is the user's and is raised as it is.
+
+Only actions that compute their whole result before handing any of it back are run again
+(``collect``, ``count``, ``show``, ``toPandas``, …): ``foreach`` or ``toLocalIterator``
+could have acted on rows already, and ``write`` on files. A DataFrame derived from this one
+(``df.filter(...)``) is Spark's plain DataFrame and is not covered.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+#: Actions that return nothing before they have computed everything: safe to run again.
+RETRIED_ACTIONS = (
+    "collect",
+    "count",
+    "show",
+    "take",
+    "head",
+    "first",
+    "tail",
+    "isEmpty",
+    "toArrow",
+    "toPandas",
+)
+
+
+class ServedDataFrame(ClassicDataFrame):
+    """A DataFrame reading cached results; see the module's docstring."""
+
+    _criss_plain: ClassicDataFrame
+    _criss_recover: Callable[[BaseException], bool]
+
+
+def _falling_back(name: str) -> Callable[..., Any]:
+    action = getattr(ClassicDataFrame, name)
+
+    @functools.wraps(action)
+    def run(self: ServedDataFrame, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return action(self, *args, **kwargs)
+        except Exception as exc:  # any type: what Spark raised for Criss's files is ours
+            if not self._criss_recover(exc):
+                raise
+        return getattr(self._criss_plain, name)(*args, **kwargs)
+
+    return run
+
+
+for _name in RETRIED_ACTIONS:
+    setattr(ServedDataFrame, _name, _falling_back(_name))
+
+
+def served_dataframe(
+    planned: Any, plain: Any, recover: Callable[[BaseException], bool]
+) -> ServedDataFrame:
+    """``planned`` (which reads cached files) as a :class:`ServedDataFrame` that runs
+    ``plain`` instead when ``recover(error)`` says an action failed on Criss's files."""
+    served = ServedDataFrame(planned._jdf, planned.sparkSession)
+    served._criss_plain = plain
+    served._criss_recover = recover
+    return served
+
+
+def names_any(error: BaseException, locations: tuple[str, ...]) -> bool:
+    """Whether ``error`` (a Spark error raised through py4j, with its Java cause) names a
+    file under one of ``locations``."""
+    text = str(error)
+    return any(location in text for location in locations)
