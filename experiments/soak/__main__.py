@@ -192,6 +192,7 @@ class Soak:
             "errors": len(errors),
             "plain_spark_errors_too": sum(1 for e in events if "plain_error" in e),
             "fallbacks": sum(1 for e in events if e.get("fallback")),
+            "fallbacks_at_execution": counters["fallbacks_at_execution"],
             "statements_reusing": sum(1 for e in events if e.get("reused")),
             "faults_injected": dict(injector.faults),
             "fault_notes": dict(injector.notes),
@@ -213,7 +214,8 @@ def summary(report: dict) -> str:
         f"soak: {report['minutes']} min, seed {report['seed']}, SF {report['sf']}: "
         f"{report['statements']} statements {report['statements_by_kind']}",
         f"  wrong rows {report['wrong_rows']}, errors {report['errors']}, "
-        f"fallbacks {report['fallbacks']}, reusing {report['statements_reusing']}",
+        f"fallbacks {report['fallbacks']} (at execution {report['fallbacks_at_execution']}), "
+        f"reusing {report['statements_reusing']}",
         f"  faults {report['faults_injected']}",
         f"  recomputed partitions {report['partitions_recomputed']}, "
         f"damage found {report['damage_found']}",
