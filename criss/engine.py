@@ -432,7 +432,8 @@ class CrissSession:
         is damaged now is dropped and the next query recomputes it."""
         if not names_any(exc, self.cache.locations()):
             return False
-        log.warning("a cached result failed this action; it runs uncached: %s", exc)
+        first_line = next(iter(str(exc).strip().splitlines()), type(exc).__name__)
+        log.warning("a cached result failed this action; it runs uncached: %.300s", first_line)
         with self._lock:
             self.counters["fallbacks_at_execution"] += 1
             self.cache.faults["read failed"] += 1

@@ -20,8 +20,6 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
 #: Actions that return nothing before they have computed everything: safe to run again.
 RETRIED_ACTIONS = (
     "collect",
@@ -37,38 +35,38 @@ RETRIED_ACTIONS = (
 )
 
 
-class ServedDataFrame(ClassicDataFrame):
-    """A DataFrame reading cached results; see the module's docstring."""
-
-    _criss_plain: ClassicDataFrame
-    _criss_recover: Callable[[BaseException], bool]
-
-
-def _falling_back(name: str) -> Callable[..., Any]:
-    action = getattr(ClassicDataFrame, name)
-
+def _falling_back(action: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(action)
-    def run(self: ServedDataFrame, *args: Any, **kwargs: Any) -> Any:
+    def run(self: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return action(self, *args, **kwargs)
         except Exception as exc:  # any type: what Spark raised for Criss's files is ours
-            if not self._criss_recover(exc):
+            try:
+                ours = self._criss_recover(exc)
+            except Exception:  # the check itself failed: the error stays the user's
+                ours = False
+            if not ours:
                 raise
-        return getattr(self._criss_plain, name)(*args, **kwargs)
+        return getattr(self._criss_plain, action.__name__)(*args, **kwargs)
 
     return run
 
 
-for _name in RETRIED_ACTIONS:
-    setattr(ServedDataFrame, _name, _falling_back(_name))
+@functools.cache
+def served_class() -> type:
+    """``ServedDataFrame``: PySpark's DataFrame with :data:`RETRIED_ACTIONS` falling back
+    (built on first use, so importing Criss does not import PySpark)."""
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    methods = {name: _falling_back(getattr(ClassicDataFrame, name)) for name in RETRIED_ACTIONS}
+    methods["__doc__"] = "A DataFrame reading cached results; see criss.bridge.handout."
+    return type("ServedDataFrame", (ClassicDataFrame,), methods)
 
 
-def served_dataframe(
-    planned: Any, plain: Any, recover: Callable[[BaseException], bool]
-) -> ServedDataFrame:
-    """``planned`` (which reads cached files) as a :class:`ServedDataFrame` that runs
-    ``plain`` instead when ``recover(error)`` says an action failed on Criss's files."""
-    served = ServedDataFrame(planned._jdf, planned.sparkSession)
+def served_dataframe(planned: Any, plain: Any, recover: Callable[[BaseException], bool]) -> Any:
+    """``planned`` (which reads cached files) as a ``ServedDataFrame`` that runs ``plain``
+    instead when ``recover(error)`` says an action failed on Criss's files."""
+    served = served_class()(planned._jdf, planned.sparkSession)
     served._criss_plain = plain
     served._criss_recover = recover
     return served
