@@ -54,11 +54,13 @@ class Injector:
 
     def _truncate(self, soak: Any) -> bool:
         victim = self._victim()
+        if victim is None:
+            return False
         try:
-            os.truncate(victim, victim.stat().st_size // 2) if victim else None
+            os.truncate(victim, victim.stat().st_size // 2)
         except OSError:
             return False
-        return victim is not None
+        return True
 
     def _corrupt(self, soak: Any) -> bool:
         victim = self._victim()
