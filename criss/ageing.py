@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 
 #: Queries planned between two rounds of forgetting (a round reads the QTree's edges).
 FORGET_EVERY = 1000
+#: Rounds a session remembers (``forget_rounds``), to report how long rounds hold locks.
+FORGET_ROUNDS_KEPT = 32
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,10 @@ class Forgotten:
 
     operators: int
     entries: int
+    #: the whole round: the session's lock is held this long (planning waits)
     seconds: float
+    #: the QTree's part, one write transaction: another application's writes wait this long
+    catalog_seconds: float
 
 
 def forget_unused(
@@ -49,8 +54,10 @@ def forget_unused(
     entries = cache.catalog.entries()
     # a partition-less entry holds no data: it goes once its operator is forgotten
     cached = {e.key for e in entries if e.bitmap} | cache.pinned() | set(pending)
+    in_catalog = time.perf_counter()
     gone = qtree.forget(now - forget_after, keep=cached)
+    catalog_seconds = time.perf_counter() - in_catalog
     emptied = [e.key for e in entries if e.key in gone and e.key not in cached]
     for key in emptied:
         cache.delete(key)
-    return Forgotten(len(gone), len(emptied), time.perf_counter() - started)
+    return Forgotten(len(gone), len(emptied), time.perf_counter() - started, catalog_seconds)

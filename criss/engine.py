@@ -13,11 +13,11 @@ import threading
 import time
 import warnings
 import weakref
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
-from criss.ageing import FORGET_EVERY, forget_unused
+from criss.ageing import FORGET_EVERY, FORGET_ROUNDS_KEPT, Forgotten, forget_unused
 from criss.bridge import (
     REMEMBERED_PLANS,
     CapturedPlan,
@@ -106,6 +106,8 @@ class CrissSession:
         self._measurements: dict[str, Callable[[], dict[str, Any]]] = {}
         #: Meta keys of the join key measurements running now (not scheduled again).
         self._measuring: frozenset[str] = frozenset()
+        #: The latest rounds of forgetting, newest last (how long each held the locks).
+        self.forget_rounds: deque[Forgotten] = deque(maxlen=FORGET_ROUNDS_KEPT)
         self.listener = self._listen()
         self._forget_unused(self.counters)
 
@@ -455,6 +457,7 @@ class CrissSession:
         except Exception as exc:  # any type: forgetting is housekeeping, never the user's cost
             log.warning("unused operators were not forgotten this time: %s", exc)
             return
+        self.forget_rounds.append(forgotten)
         counters["operators_forgotten"] += forgotten.operators
         counters["entries_forgotten"] += forgotten.entries
 

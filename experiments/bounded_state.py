@@ -35,7 +35,14 @@ from criss.workload.tpch.queries import QUERY_IDS, statement
 RESULTS = Path(__file__).parent / "results" / "issue21"
 
 
-def sample(cs, home: Path, done: int, window: list[float], started: float) -> dict:
+def taken(rounds) -> list:
+    """The rounds of forgetting since the last sample (the session keeps the latest few)."""
+    out = list(rounds)
+    rounds.clear()
+    return out
+
+
+def sample(cs, home: Path, done: int, window: list[float], started: float, rounds: list) -> dict:
     db = cs.qtree.db
 
     def count(table: str) -> int:
@@ -51,7 +58,19 @@ def sample(cs, home: Path, done: int, window: list[float], started: float) -> di
         "catalog_bytes": sum(p.stat().st_size for p in home.glob("catalog.db*")),
         "cache_bytes": sum(p.stat().st_size for p in home.glob("cache.db*")),
         "planning_median_ms": round(statistics.median(window) * 1000, 1) if window else None,
+        "planning_max_ms": round(max(window) * 1000, 1) if window else None,
         "forgotten": cs.counters["operators_forgotten"],
+        # each round holds the session's lock for `ms`, and catalog.db's write lock
+        # (another application's writes wait) for `catalog_ms`
+        "forget_rounds": [
+            {
+                "ms": round(r.seconds * 1000, 1),
+                "catalog_ms": round(r.catalog_seconds * 1000, 1),
+                "operators": r.operators,
+                "entries": r.entries,
+            }
+            for r in rounds
+        ],
     }
 
 
@@ -64,13 +83,13 @@ def run(statements: int, forget_after: float, seed: int, pool: int, every: int, 
     options = {"eager_results": False, "min_ref": 10**9, "forget_after": forget_after}
     with criss.session(spark, home=str(home), **options) as cs:
         started = time.perf_counter()
-        samples.append(sample(cs, home, 0, window, started))
+        samples.append(sample(cs, home, 0, window, started, taken(cs.forget_rounds)))
         for done in range(1, statements + 1):
             sql = statement(rng.choice(QUERY_IDS), seed=rng.randrange(pool), sf=sf).sql
             cs.sql(sql)
             window.append(cs.last_record.planning_seconds)
             if done % every == 0:
-                samples.append(sample(cs, home, done, window, started))
+                samples.append(sample(cs, home, done, window, started, taken(cs.forget_rounds)))
                 window = []
                 print(json.dumps(samples[-1]), flush=True)
         fallbacks = cs.counters["fallbacks"]

@@ -55,6 +55,10 @@ CHILD = textwrap.dedent(
              "entries": len(cs.cache.catalog.entries()),
              "partitions": len(cs.cache.catalog.partitions()),
              "reconciled": dict(cs.cache.faults)}
+    if cs.forget_rounds:  # opening ages the catalog: a round over the whole QTree
+        opening = cs.forget_rounds[-1]
+        facts["forget_round_ms"] = round(opening.seconds * 1000, 1)
+        facts["forget_round_catalog_ms"] = round(opening.catalog_seconds * 1000, 1)
     if mode == "open":
         print(json.dumps(facts), flush=True)
     elif mode == "cache":

@@ -133,6 +133,9 @@ def test_a_new_session_forgets_what_is_neither_used_nor_cached(tpch, tmp_path):
         assert cs.counters["entries_forgotten"] == len(evicted)
         assert 0 < cs.counters["operators_forgotten"] < seen
         assert len(cs.qtree) == seen - cs.counters["operators_forgotten"]
+        (opening,) = cs.forget_rounds  # the round at start, with how long it held the locks
+        assert opening.operators == cs.counters["operators_forgotten"]
+        assert opening.seconds >= opening.catalog_seconds > 0
         assert all(cs.qtree.get(key) is not None for key in kept)
         assert all(cs.qtree.get(key) is None for key in evicted)
         assert {e.key for e in cs.cache.catalog.entries()} == kept
