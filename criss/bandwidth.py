@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from criss.storage.tiers import file_uri
@@ -58,7 +59,8 @@ CODEC_SCRATCH = ".calibrate"
 
 
 def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> float:
-    """Bytes of Parquet per second Spark writes and reads back (encode + decode + I/O).
+    """Bytes of Parquet per second Spark writes and reads back (encode + decode + I/O),
+    measured in the local ``directory``.
 
     On a 2-core machine this is tens of MB/s, far below a raw file copy: it is what loading
     or storing a cached result really costs, so it bounds each tier's bandwidth.
@@ -70,6 +72,29 @@ def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> 
     scratch = Path(directory) / CODEC_SCRATCH
     target = scratch / f"codec-{os.getpid()}"
 
+    def remove() -> None:
+        shutil.rmtree(target, ignore_errors=True)
+        try:
+            scratch.rmdir()  # unless another application measures there right now
+        except OSError:
+            pass
+
+    def size() -> int:
+        return sum(p.stat().st_size for p in target.glob("*.parquet"))
+
+    return measure_codec_rate_at(spark, file_uri(target), size, remove, rows)
+
+
+def measure_codec_rate_at(
+    spark,
+    target: str,
+    size: Callable[[], int],
+    remove: Callable[[], None],
+    rows: int = CODEC_ROWS,
+) -> float:
+    """``measure_codec_rate`` at the URI ``target``: ``size`` gives the bytes Spark wrote
+    there, ``remove`` deletes them."""
+
     def frame(n: int):
         return spark.range(0, n, 1, 2).selectExpr(
             "id",
@@ -80,18 +105,14 @@ def measure_codec_rate(spark, directory: str | Path, rows: int = CODEC_ROWS) -> 
         )
 
     try:
-        frame(rows // 20).write.mode("overwrite").parquet(file_uri(target))  # JIT warm-up, untimed
+        frame(rows // 20).write.mode("overwrite").parquet(target)  # JIT warm-up, untimed
         started = time.perf_counter()
-        frame(rows).write.mode("overwrite").parquet(file_uri(target))
+        frame(rows).write.mode("overwrite").parquet(target)
         wrote = time.perf_counter() - started
-        size = sum(p.stat().st_size for p in target.glob("*.parquet"))
+        written = size()
         started = time.perf_counter()
-        spark.read.parquet(file_uri(target)).write.format("noop").mode("overwrite").save()
+        spark.read.parquet(target).write.format("noop").mode("overwrite").save()
         read = time.perf_counter() - started
     finally:
-        shutil.rmtree(target, ignore_errors=True)
-        try:
-            scratch.rmdir()  # unless another application measures there right now
-        except OSError:
-            pass
-    return 2 * size / max(wrote + read, 1e-6)
+        remove()
+    return 2 * written / max(wrote + read, 1e-6)

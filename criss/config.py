@@ -15,6 +15,7 @@ from typing import Any
 
 from criss.errors import ConfigError
 from criss.policies.joins import METHODS, RangeJoinModel
+from criss.storage.hadoop import check_uri
 
 _UNITS = {
     "": 1,
@@ -128,6 +129,10 @@ class CrissOptions:
     #: Quotas in bytes ("512m", "4g"); default: a share of tmpfs / free disk space, capped.
     memory_capacity: int | None = None
     disk_capacity: int | None = None
+    #: The disk tier at a Hadoop file system URI (``hdfs://namenode:8020/criss/cache``,
+    #: ``s3a://bucket/criss``), reached through Spark's Hadoop FileSystem by the driver and
+    #: the executors alike; default: the local directory ``<home>/disk``.
+    disk_uri: str | None = None
     #: Memory tier directory on tmpfs; default derived from ``home`` under /dev/shm.
     memory_dir: str | None = None
     #: Tier bandwidths in bytes/s; measured once per home when not given.
@@ -237,6 +242,8 @@ class CrissOptions:
             out["catalog_timeout"] = float(out["catalog_timeout"])
         if "forget_after" in out:
             out["forget_after"] = parse_seconds(out["forget_after"], "forget_after")
+        if out.get("disk_uri"):
+            out["disk_uri"] = check_uri(str(out["disk_uri"]), "disk_uri")
         for name in ("range_join_min_seconds", "range_join_min_ratio"):
             if name in out:
                 out[name] = _as_float(out[name], name)

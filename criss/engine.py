@@ -50,7 +50,6 @@ from criss.qtree.plan import PlanNode
 from criss.recent import RecentItems
 from criss.report import Report
 from criss.space import TierReach, open_cache
-from criss.storage.cache import remove_staging
 from criss.storage.tiers import make_private_dir
 
 if TYPE_CHECKING:
@@ -307,7 +306,7 @@ class CrissSession:
         if self.listener is not None:
             self.listener.stop()
         for pending in self._writes.values():
-            remove_staging(pending.staged)
+            self.cache.staging.remove(pending.staged)
         self._writes.clear()
         for cached in self._caches.values():
             release_cached(cached)
@@ -355,7 +354,7 @@ class CrissSession:
         if self._writes and idle:
             for token, pending in list(self._writes.items()):
                 if pending.released:  # no action can write more: what is left is waste
-                    remove_staging(pending.staged)
+                    self.cache.staging.remove(pending.staged)
                     del self._writes[token]
 
     def _commit(self, facts: ExecutionFacts) -> None:
@@ -369,7 +368,7 @@ class CrissSession:
         for write in facts.cached:
             cached = self._caches.get(write.token)
             if cached is None:
-                remove_staging(write.staged)
+                self.cache.staging.remove(write.staged)
             else:
                 commit_cached(self, cached, write)
 

@@ -19,8 +19,10 @@ from pathlib import Path
 
 from criss.bandwidth import (
     CALIBRATION_BYTES,
+    CODEC_SCRATCH,
     measure_bandwidth,
     measure_codec_rate,
+    measure_codec_rate_at,
     measure_tier_bandwidth,
 )
 from criss.config import MEDIA, CrissOptions
@@ -28,8 +30,9 @@ from criss.errors import ConfigError
 from criss.policies.benefit import BenefitModel
 from criss.qtree import QTree
 from criss.storage.cache import PartitionCache
+from criss.storage.hadoop import HadoopTier, RemoteFiles
 from criss.storage.reach import parse_mounts, reach_problems
-from criss.storage.tiers import LocalTier, Tier, make_private_dir
+from criss.storage.tiers import LocalTier, Tier, local_file, make_private_dir
 
 log = logging.getLogger("criss")
 #: INFO lines naming slow once-only steps (the CLI shows them; see workload.replay).
@@ -74,17 +77,14 @@ def _default_quota(path: Path, share: float, cap: int) -> int:
     return int(min(cap, total * share))
 
 
-def build_tiers(options: CrissOptions, home: Path) -> tuple[list[Tier], list[Tier]]:
-    """(tiers taking writes fastest first, every tier that may hold data)."""
+def build_tiers(
+    options: CrissOptions, home: Path, remote: Callable[[str], RemoteFiles] | None = None
+) -> tuple[list[Tier], list[Tier]]:
+    """(tiers taking writes fastest first, every tier that may hold data); ``remote``
+    opens a Hadoop file system URI (a tier there needs it: Spark's JVM reaches it)."""
     if options.media not in MEDIA:
         raise ConfigError(f"media must be one of {MEDIA}, not {options.media!r}")
-    disk = LocalTier(
-        "disk",
-        home / "disk",
-        options.disk_capacity
-        if options.disk_capacity is not None
-        else _default_quota(home, DEFAULT_DISK_SHARE, DEFAULT_DISK_CAP),
-    )
+    disk = _disk_tier(options, home, remote)
     fast = _fast_tier(options, home)
     everything = [fast, disk]
     if options.media == "memory":
@@ -92,6 +92,23 @@ def build_tiers(options: CrissOptions, home: Path) -> tuple[list[Tier], list[Tie
     if options.media == "disk":
         return [disk], everything
     return [fast, disk], everything
+
+
+def _disk_tier(
+    options: CrissOptions, home: Path, remote: Callable[[str], RemoteFiles] | None
+) -> Tier:
+    if options.disk_uri is None:
+        capacity = options.disk_capacity
+        if capacity is None:
+            capacity = _default_quota(home, DEFAULT_DISK_SHARE, DEFAULT_DISK_CAP)
+        return LocalTier("disk", home / "disk", capacity)
+    if remote is None:
+        raise ConfigError(
+            f"the disk tier at {options.disk_uri} is reached through Spark's Hadoop "
+            "FileSystem: manage it from an application (cs.clear(), cs.report())"
+        )
+    capacity = options.disk_capacity if options.disk_capacity is not None else DEFAULT_DISK_CAP
+    return HadoopTier("disk", remote(options.disk_uri), capacity)
 
 
 def _fast_tier(options: CrissOptions, home: Path) -> Tier:
@@ -150,13 +167,19 @@ def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree, codec_rate
             medium = (
                 measure_bandwidth(tier.root)
                 if isinstance(tier, LocalTier)
-                else measure_tier_bandwidth(tier)
+                else measure_tier_bandwidth(tier, _calibration_bytes(tier))
             )
             qtree.set_meta(key, medium)
         tier.bandwidth = 1 / (1 / float(medium) + 1 / codec_rate)
 
 
-def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, scratch: Path) -> float:
+def _calibration_bytes(tier: Tier) -> int:
+    """A tier at a URI is calibrated with less: its bytes cross to Python through the JVM,
+    slower than Spark's tasks move them (the measure is a floor)."""
+    return CALIBRATION_BYTES // 4 if isinstance(tier, HadoopTier) else CALIBRATION_BYTES
+
+
+def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, disk: Tier) -> float:
     """Spark's Parquet throughput: configured, cached in the catalog, or measured once."""
     if options.codec_rate:
         return float(options.codec_rate)
@@ -168,12 +191,27 @@ def spark_codec_rate(spark, options: CrissOptions, qtree: QTree, scratch: Path) 
         "per home; option codec_rate skips it)"
     )
     started = time.perf_counter()
-    rate = measure_codec_rate(spark, scratch)
+    rate = (
+        measure_codec_rate(spark, disk.root)
+        if isinstance(disk, LocalTier)
+        else _codec_rate_at_uri(spark, disk)
+    )
     qtree.set_meta("codec_rate", rate)
     progress_log.info(
         "Parquet rate %.0f MB/s, measured in %.1f s", rate / 1e6, time.perf_counter() - started
     )
     return rate
+
+
+def _codec_rate_at_uri(spark, disk: HadoopTier) -> float:
+    target = f"{disk.root}/{CODEC_SCRATCH}/codec-{os.getpid()}"
+
+    def size() -> int:
+        return sum(n for name, n in disk.files.list(target).items() if name.endswith(".parquet"))
+
+    return measure_codec_rate_at(
+        spark, target, size, lambda: disk.files.delete(target, recursive=True)
+    )
 
 
 def open_cache(
@@ -184,7 +222,9 @@ def open_cache(
     policy: BenefitModel,
     reach: TierReach | None = None,
 ) -> PartitionCache:
-    writable, everything = build_tiers(options, home)
+    from criss.bridge.hadoopfs import HadoopFiles
+
+    writable, everything = build_tiers(options, home, lambda uri: HadoopFiles(spark, uri))
     disk = next(t for t in everything if t.name == "disk")
     for tier in everything:  # for readers of the catalog alone (dashboard, CLI)
         qtree.set_meta(f"capacity:{tier.name}", tier.capacity_bytes)
@@ -202,7 +242,7 @@ def open_cache(
     try:
         if reach is not None:  # before any Spark job writes into a tier (the calibration)
             reach.check(cache.tiers_in_use, force=True)
-        calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk.root))
+        calibrate(everything, options, qtree, spark_codec_rate(spark, options, qtree, disk))
     except BaseException:
         cache.close()
         raise
@@ -254,7 +294,11 @@ class TierReach:
 
 
 def _location(tier: Tier) -> str | None:
+    """The tier's local directory, None for one Spark reaches by a remote URI."""
     root = tier.local_root()
+    if root is None and isinstance(tier, HadoopTier):
+        local = local_file(tier.root)  # a file: URI is this host's disk, like a path
+        root = Path(local) if local is not None else None
     return None if root is None else str(root.resolve())
 
 

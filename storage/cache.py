@@ -15,12 +15,9 @@ home) are never moved or evicted.
 from __future__ import annotations
 
 import os
-import re
-import shutil
 import socket
 import threading
 import uuid
-import zlib
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -33,14 +30,13 @@ from criss.errors import StorageError
 from criss.policies.benefit import BenefitModel
 from criss.policies.placement import Move, Placement, TierRoom, Unit, plan_promotion, plan_write
 from criss.storage.catalog import EMPTY, CacheCatalog, EntryRecord, PartitionRecord
-from criss.storage.tiers import Tier, file_uri, move_file
+from criss.storage.staging import Staged, Staging, crc32
+from criss.storage.tiers import Tier, move_file
 
 GRANULARITIES = ("partition", "operator")
 #: Verified partition files remembered before the memory starts over (each is checked again
 #: once): deleted and replaced files would otherwise stay in it for the process's life.
 VERIFIED_LIMIT = 100_000
-#: Spark's output file name: part-<task index>-<job uuid>-c<file counter>.<codec>.parquet
-_PART_FILE = re.compile(r"^part-(\d+)-.*\.parquet$")
 
 #: key → (ref, recency) of the operators named; supplied by the engine from the QTree.
 Usage = Callable[[Iterable[str]], Mapping[str, tuple[int, float]]]
@@ -73,25 +69,16 @@ class StoreResult:
     bytes: int = 0
     rows: int = 0
 
-    def add_leftover(self, index: int, path: Path) -> None:
-        """Partition ``index`` stays in the staging file ``path`` (this query reads it there)."""
-        self.leftovers[index] = file_uri(path)
-        self.bytes += path.stat().st_size
-        self.rows += pq.ParquetFile(path).metadata.num_rows
+    def add_leftover(self, index: int, uri: str, size: int, rows: int) -> None:
+        """Partition ``index`` stays in the staged file ``uri`` (this query reads it there)."""
+        self.leftovers[index] = uri
+        self.bytes += size
+        self.rows += rows
 
     def files(self) -> dict[int, str]:
         """index → file for every partition that has one."""
         found = {i: uri for i, uri in self.stored.items() if uri is not None}
         return {**found, **self.leftovers}
-
-    @classmethod
-    def unstored(cls, staged: Path, indices: list[int]) -> StoreResult:
-        """Spark's output kept out of the cache entirely (read by this query only)."""
-        result = cls()
-        for index, path in staged_files(staged, indices).items():
-            if path is not None:
-                result.add_leftover(index, path)
-        return result
 
 
 class PartitionCache:
@@ -118,6 +105,7 @@ class PartitionCache:
             raise StorageError("a cache needs at least one tier")
         self.catalog = CacheCatalog(catalog_path, timeout=timeout)
         self.order = [t.name for t in tiers]
+        self.staging = Staging(list(tiers))
         self.tiers: dict[str, Tier] = {t.name: t for t in (*tiers, *readable)}
         self.policy = policy
         self.usage = usage
@@ -175,7 +163,7 @@ class PartitionCache:
             return True
         try:
             with tier.open(record.name) as reader:
-                if _crc32(reader) != record.crc:
+                if crc32(reader) != record.crc:
                     return False
             if local is not None and pq.ParquetFile(local).metadata.num_rows != record.rows:
                 return False
@@ -219,12 +207,21 @@ class PartitionCache:
 
     # --- writing -----------------------------------------------------------------------------
 
-    def staging_dir(self, key: str) -> Path:
+    def staging_dir(self, key: str) -> Staged:
         """A fresh directory (not created) for Spark to write ``key``'s partitions into."""
-        scratch = self.tiers[self.order[-1]].scratch_dir() or next(
-            t.scratch_dir() for t in self.tiers.values() if t.scratch_dir() is not None
-        )
-        return scratch / f"stage.{key}.{os.getpid()}.{uuid.uuid4().hex[:8]}"
+        return self.staging.new(key)
+
+    def unstored(self, staged: Staged, indices: list[int]) -> StoreResult:
+        """Spark's output kept out of the cache entirely (read by this query only)."""
+        result = StoreResult()
+        for index, file in self.staging.files(staged, indices).items():
+            if file is not None:
+                self._leave(result, index, file)
+        return result
+
+    def _leave(self, result: StoreResult, index: int, file: Staged) -> None:
+        staging = self.staging
+        result.add_leftover(index, staging.uri(file), staging.size(file), staging.rows(file))
 
     def begin(
         self,
@@ -259,11 +256,11 @@ class PartitionCache:
                 self.tiers[record.tier].delete(record.name)
         return entry
 
-    def store(self, entry: EntryRecord, staged: Path, indices: list[int]) -> StoreResult:
+    def store(self, entry: EntryRecord, staged: Staged, indices: list[int]) -> StoreResult:
         """Place Spark's output in ``staged`` (task k computed partition ``indices[k]``)."""
-        return self.store_files(entry, staged_files(staged, indices))
+        return self.store_files(entry, self.staging.files(staged, indices))
 
-    def store_files(self, entry: EntryRecord, files: dict[int, Path | None]) -> StoreResult:
+    def store_files(self, entry: EntryRecord, files: Mapping[int, Staged | None]) -> StoreResult:
         """Place partition files (index → file, None: no rows) in the tiers, unit by unit;
         what no tier had room for is returned as leftovers."""
         result = StoreResult()
@@ -279,11 +276,11 @@ class PartitionCache:
             self.refused += len(unit.indices)
             for index in unit.indices:
                 if files[index] is not None:
-                    result.add_leftover(index, files[index])
+                    self._leave(result, index, files[index])
         return result
 
-    def _units_of_new(self, entry: EntryRecord, files: dict[int, Path | None]) -> list[Unit]:
-        sizes = {i: (p.stat().st_size if p is not None else 0) for i, p in files.items()}
+    def _units_of_new(self, entry: EntryRecord, files: Mapping[int, Staged | None]) -> list[Unit]:
+        sizes = {i: (self.staging.size(f) if f is not None else 0) for i, f in files.items()}
         groups = [tuple(sorted(files))] if self.granularity == "operator" else [(i,) for i in files]
         (ref, recency) = self.usage([entry.key]).get(entry.key, (1, 1.0))
         return [
@@ -300,7 +297,7 @@ class PartitionCache:
         self,
         entry: EntryRecord,
         unit: Unit,
-        files: dict[int, Path | None],
+        files: Mapping[int, Staged | None],
         tier_name: str,
         result: StoreResult,
     ) -> None:
@@ -311,11 +308,9 @@ class PartitionCache:
                 self.catalog.add_partition(PartitionRecord(entry.key, index, EMPTY, "", 0, 0, 0))
                 result.stored[index] = None
                 continue
-            rows = pq.ParquetFile(local).metadata.num_rows
-            with open(local, "rb") as reader:
-                crc = _crc32(reader)
+            rows, crc = self.staging.rows(local), self.staging.crc(local)
             name = f"{entry.key}/{index:05d}-{uuid.uuid4().hex[:8]}.parquet"
-            size = tier.adopt(local, name)
+            size = self.staging.place(local, tier, name)
             self.catalog.add_partition(
                 PartitionRecord(entry.key, index, tier_name, name, size, rows, crc)
             )
@@ -564,36 +559,3 @@ class PartitionCache:
 
 
 _PROBE = "probe"
-
-
-def staged_files(staged: Path, indices: list[int]) -> dict[int, Path | None]:
-    """Map Spark's part files in ``staged`` to partition indices (None: empty, no file)."""
-    found: dict[int, Path | None] = dict.fromkeys(indices)
-    if not indices:
-        return found  # an RDD without partitions: Spark still writes one schema-only file
-    for path in staged.iterdir():
-        match = _PART_FILE.match(path.name)
-        if not match:
-            continue
-        task = int(match.group(1))
-        if task >= len(indices):
-            raise StorageError(f"unexpected output file {path.name} for {len(indices)} tasks")
-        if found[indices[task]] is not None:
-            raise StorageError(f"partition {indices[task]} was written as several files")
-        found[indices[task]] = path
-    return found
-
-
-def staged_bytes(staged: Path) -> int:
-    return sum(p.stat().st_size for p in Path(staged).iterdir() if _PART_FILE.match(p.name))
-
-
-def remove_staging(path: str | Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _crc32(reader: Any) -> int:
-    crc = 0
-    while chunk := reader.read(1 << 20):
-        crc = zlib.crc32(chunk, crc)
-    return crc

@@ -22,9 +22,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from alluxio_standin import AlluxioStandin
+from viewfs import viewfs_root
 
+from criss.bridge.hadoopfs import HadoopFiles
 from criss.errors import ConfigError, StorageError
 from criss.storage.alluxio import AlluxioTier
+from criss.storage.hadoop import HadoopTier, check_uri
 from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, file_uri, local_file, move_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -427,3 +430,62 @@ def test_local_file_of_a_location(location: str, path: str | None) -> None:
 def test_file_uri_is_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     assert file_uri("x/y.parquet") == f"file://{tmp_path}/x/y.parquet"
+
+
+class TestHadoopTier(TierConformance):
+    """HadoopTier on ``viewfs://`` (Hadoop's mount table over a local directory), managed
+    through Spark's JVM: the real Hadoop FileSystem API that ``hdfs://`` and ``s3a://`` share.
+    No HDFS can run on these machines."""
+
+    @pytest.fixture
+    def backing(self, tmp_path: Path) -> Path:
+        return tmp_path / "viewfs-backing"
+
+    @pytest.fixture
+    def tier(self, spark: Any, backing: Path) -> HadoopTier:
+        return HadoopTier("disk", HadoopFiles(spark, viewfs_root(spark, backing)), 1 << 30)
+
+    @pytest.fixture
+    def twin(self, spark: Any, tmp_path: Path) -> HadoopTier:
+        root = viewfs_root(spark, tmp_path / "viewfs-twin")
+        return HadoopTier("disk2", HadoopFiles(spark, root))
+
+    @pytest.fixture
+    def make_leftover(self, backing: Path) -> MakeLeftover:
+        def make() -> None:
+            (backing / TEMP_DIR / f"k1.x.parquet.{uuid.uuid4().hex[:8]}").write_bytes(b"partial")
+
+        return make
+
+    def test_uri_is_readable_by_pyarrow(self, tier: Tier) -> None:
+        pytest.skip("a viewfs:// URI is Spark's to read (test_uri_is_readable_by_spark)")
+
+    def test_uri_is_readable_by_spark(self, tier: HadoopTier, spark: Any) -> None:
+        table, data = parquet_bytes()
+        tier.write(NAME, io.BytesIO(data))
+        assert tier.uri(NAME).startswith("viewfs://")
+        assert local_file(tier.uri(NAME)) is None  # never read as a local path
+        rows = spark.read.parquet(tier.uri(NAME)).orderBy("id").collect()
+        assert [tuple(r) for r in rows] == list(zip(*table.to_pydict().values(), strict=True))
+
+    def test_a_staged_result_is_adopted_by_a_rename(self, tier: HadoopTier, backing: Path) -> None:
+        staged = tier.staging_uri("k1")
+        tier.files.write(f"{staged}/part-00000.parquet", io.BytesIO(b"from spark"))
+        assert tier.adopt(f"{staged}/part-00000.parquet", NAME) == len(b"from spark")
+        assert tier.files.list(staged) == {}
+        assert (backing / NAME).read_bytes() == b"from spark"
+        with pytest.raises(StorageError, match="_tmp"):
+            tier.adopt("viewfs://elsewhere/x.parquet", NAME)
+
+    def test_a_parquet_footer_is_read_through_the_file_system(self, tier: HadoopTier) -> None:
+        table, data = parquet_bytes()
+        tier.write(NAME, io.BytesIO(data))
+        with tier.open(NAME) as reader:
+            assert pq.ParquetFile(reader).metadata.num_rows == table.num_rows
+
+    @pytest.mark.parametrize(
+        "bad", ["/local/path", "hdfs://namenode", "no scheme/cache", "s3a://bucket/"]
+    )
+    def test_a_bad_uri_is_refused_with_the_fix(self, bad: str) -> None:
+        with pytest.raises(ConfigError, match="disk_uri"):
+            check_uri(bad)

@@ -43,7 +43,7 @@ def materialize(work: Workspace, node: PlanNode) -> None:
     finally:
         work.record.materialize_seconds += time.perf_counter() - started
     if entry is None:
-        work.lease.leftover_dirs.append(str(staged))
+        work.lease.leftover_dirs.append(staged)
     session.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
     session.learning.learn_scan_rate(node, texec, work.replacements)
     session.learning.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)

@@ -29,7 +29,7 @@ from criss.planner.materialize import result_statistics, unmeasured_below
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
 from criss.qtree.plan import PlanNode
-from criss.storage.cache import remove_staging, staged_files
+from criss.storage.staging import Staged
 
 if TYPE_CHECKING:
     from criss.bridge import FinishedExecution
@@ -72,7 +72,7 @@ class CachedWrite:
     """Partitions a background task wrote from Spark's cache for one pending result."""
 
     token: str
-    staged: Path
+    staged: Staged
     indices: list[int]
     #: Seconds of the action that computed them (Spark's own measure).
     action_seconds: float
@@ -156,7 +156,7 @@ def write_cached(
         try:
             on_driver = item.cached.write(staged, indices)
         except Exception:
-            remove_staging(staged)
+            session.cache.staging.remove(staged)
             raise
         item.written.update(indices)
         writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver))
@@ -195,7 +195,7 @@ def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWri
         return _store(session, pending, write)
     finally:
         pending.committed.update(write.indices)
-        remove_staging(write.staged)
+        session.cache.staging.remove(write.staged)
 
 
 def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
@@ -206,7 +206,7 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
         cache,
         pending.key,
         (cached.num_partitions, cached.layout),
-        staged_files(write.staged, write.indices),
+        cache.staging.files(write.staged, write.indices),
         op=pending.node.op,
         schema_json=cached.result.schema_json,
         texec=texec,

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 from criss.bridge import CapturedPlan, PartitionedResult
 from criss.planner.match import Match
 from criss.records import QueryRecord
-from criss.storage.cache import PartitionCache, StoreResult, remove_staging, staged_bytes
+from criss.storage.cache import PartitionCache, StoreResult
 from criss.storage.catalog import EntryRecord
+from criss.storage.staging import Staged
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -26,7 +27,7 @@ class Lease:
     def __init__(self, cache: PartitionCache) -> None:
         self.cache = cache
         self.pinned: list[str] = []
-        self.leftover_dirs: list[str] = []
+        self.leftover_dirs: list[Staged] = []
         #: Write-through steps in the plan (criss.planner.writethrough.PendingWrite): their
         #: files outlive the DataFrame until the session commits what its actions wrote.
         self.writes: list[Any] = []
@@ -50,7 +51,7 @@ class Lease:
         self.cache.unpin(keys)
         dirs, self.leftover_dirs = self.leftover_dirs, []
         for directory in dirs:
-            remove_staging(directory)
+            self.cache.staging.remove(directory)
 
 
 @dataclass(frozen=True)
@@ -147,16 +148,18 @@ class Workspace:
         if result.write(staged, None if everything else indices):
             self.counters["entries_written_on_driver"] += 1
         if entry is None:
-            return StoreResult.unstored(staged, indices), staged
+            return cache.unstored(staged, indices), staged
         if started is not None:
             entry = cache.catalog.set_measurements(
-                entry.key, texec=time.perf_counter() - started, total_bytes=staged_bytes(staged)
+                entry.key,
+                texec=time.perf_counter() - started,
+                total_bytes=cache.staging.bytes(staged),
             )
         stored = cache.store(entry, staged, indices)
         if stored.leftovers:
-            self.lease.leftover_dirs.append(str(staged))
+            self.lease.leftover_dirs.append(staged)
         else:
-            remove_staging(staged)
+            cache.staging.remove(staged)
         return stored, staged
 
     def settle(

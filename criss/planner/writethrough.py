@@ -24,7 +24,7 @@ from criss.bridge import WrittenStep, positional_schema, write_through_blocker
 from criss.errors import StorageError
 from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
-from criss.storage.cache import remove_staging
+from criss.storage.staging import Staged
 from criss.storage.writethrough import forget_partitions, write_seconds, written_partitions
 
 if TYPE_CHECKING:
@@ -65,6 +65,12 @@ def write_through(work: Workspace, nodes: list[PlanNode]) -> str | None:
         return "write-through is off (write_through=False)"
     if session.listener is None:
         return "no execution listener: Spark could not report the action"
+    remote = session.cache.staging.remote
+    if remote is not None:
+        return (
+            f"the {remote.name} tier is at a URI ({remote.root}): the step's Python workers "
+            "write local files only"
+        )
     blocker = _ancestor_blocker(work, nodes)
     if blocker is not None:
         return blocker
@@ -127,14 +133,14 @@ def commit_written(
     if not step.aligned or pending.layout != (step.num_partitions, step.layout):
         log.info("write-through of %s dropped: its partitions are not comparable", pending.key)
         pending.dropped = True
-        remove_staging(pending.staged)
+        session.cache.staging.remove(pending.staged)
         return 0
     files = written_partitions(pending.staged)
     if not files and step.num_partitions > 0:
         return 0
     if files and max(files) >= step.num_partitions:
         pending.dropped = True
-        remove_staging(pending.staged)
+        session.cache.staging.remove(pending.staged)
         return 0
     try:
         return _store(session, pending, step, files, texec, action_seconds)
@@ -146,7 +152,7 @@ def _store(
     session: CrissSession,
     pending: PendingWrite,
     step: WrittenStep,
-    files: dict[int, Path | None],
+    files: dict[int, Staged | None],
     texec: float | None,
     action_seconds: float,
 ) -> int:
@@ -185,12 +191,12 @@ def entry_for_written(
     cache: PartitionCache,
     key: str,
     layout: tuple[int, str],
-    files: dict[int, Path | None],
+    files: dict[int, Staged | None],
     *,
     op: str,
     schema_json: str,
     texec: float,
-) -> tuple[EntryRecord, dict[int, Path | None], bool] | None:
+) -> tuple[EntryRecord, dict[int, Staged | None], bool] | None:
     """Where partition ``files`` an action computed under ``layout`` (count, fingerprint)
     go: (entry, the files it lacks, whether it was opened just now), or None.
 
@@ -215,7 +221,7 @@ def entry_for_written(
             num_partitions=layout[0],
             layout=layout[1],
             texec=texec,
-            total_bytes=sum(p.stat().st_size for p in files.values() if p is not None),
+            total_bytes=sum(cache.staging.size(f) for f in files.values() if f is not None),
         )
     except StorageError:
         return None  # another application reads an old version of it
