@@ -15,7 +15,7 @@ from rowcompare import assert_same_rows
 from viewfs import viewfs_root
 
 import criss
-from criss.errors import ConfigError
+from criss.errors import ConfigError, CrissError
 from criss.inspect import clear_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("no_coalescing")]
@@ -123,3 +123,8 @@ def test_a_bad_disk_uri_and_a_spark_less_clear_are_errors_that_name_the_fix(tpch
         _run(cs, BY_ORDER)
     with pytest.raises(ConfigError, match="cs.clear()"):
         clear_home(tmp_path / "h", disk_uri=uri)
+
+
+def test_a_file_system_spark_cannot_open_is_an_error_naming_it(tpch, tmp_path):
+    with pytest.raises(CrissError, match=r"nosuchfs://cluster/criss.*No FileSystem for scheme"):
+        criss.session(tpch, home=str(tmp_path / "h"), disk_uri="nosuchfs://cluster/criss")

@@ -39,7 +39,10 @@ class HadoopFiles:
             #: ``root`` as the file system writes it back (scheme, authority, no trailing /).
             self.root = str(self._fs.makeQualified(root_path).toString()).rstrip("/")
         except Exception as exc:
-            raise StorageError(f"Spark cannot open a Hadoop file system at {root}: {exc}") from exc
+            raise StorageError(
+                f"Spark cannot open a Hadoop file system at {root}: {_first_line(exc)} "
+                "(is the scheme's connector on Spark's classpath and configured?)"
+            ) from exc
 
     def _call(self, doing: str, uri: str, call) -> Any:
         try:
@@ -58,10 +61,9 @@ class HadoopFiles:
             return {}
         files: dict[str, int] = {}
         while self._call("list", uri, found.hasNext):
-            status = found.next()
-            name = str(status.getPath().toString())
+            name, size = self._call("list", uri, lambda: _name_and_size(found.next()))
             if name.startswith(base + "/"):
-                files[name[len(base) + 1 :]] = int(status.getLen())
+                files[name[len(base) + 1 :]] = size
         return files
 
     def size(self, uri: str) -> int | None:
@@ -184,6 +186,10 @@ class _JvmReader(io.RawIOBase):
         super().close()
 
 
+def _name_and_size(status: Any) -> tuple[str, int]:
+    return str(status.getPath().toString()), int(status.getLen())
+
+
 def _java_class(exc: BaseException) -> str | None:
     java = getattr(exc, "java_exception", None)
     try:
@@ -193,5 +199,12 @@ def _java_class(exc: BaseException) -> str | None:
 
 
 def _first_line(exc: BaseException) -> str:
+    """The Java exception's own text (class: message), else the error's first line."""
+    java = getattr(exc, "java_exception", None)
+    try:
+        if java is not None:
+            return str(java.toString())
+    except Exception:  # the gateway is gone: fall back to py4j's text
+        pass
     text = str(exc).strip()
     return text.splitlines()[0] if text else type(exc).__name__
