@@ -128,3 +128,28 @@ def test_a_bad_disk_uri_and_a_spark_less_clear_are_errors_that_name_the_fix(tpch
 def test_a_file_system_spark_cannot_open_is_an_error_naming_it(tpch, tmp_path):
     with pytest.raises(CrissError, match=r"nosuchfs://cluster/criss.*No FileSystem for scheme"):
         criss.session(tpch, home=str(tmp_path / "h"), disk_uri="nosuchfs://cluster/criss")
+
+
+@pytest.mark.parametrize("cache_in_action", [True, False])
+def test_a_file_uri_tier_takes_small_results_written_on_the_driver(
+    tpch, tmp_path, monkeypatch, cache_in_action
+):
+    """Small results are written on the driver with pyarrow; at a ``file:`` URI they must
+    land in the staged directory itself (once a relative ``file:/...`` folder under the
+    working directory, so nothing was cached)."""
+    monkeypatch.chdir(tmp_path)
+    sql = "select o_orderpriority, count(*) c from orders group by 1"
+    uri = f"file://{tmp_path}/uri/cache"
+    cs = _session(tpch, tmp_path / "h", uri, local_read_bytes="2m", cache_in_action=cache_in_action)
+    try:
+        assert cs.cache.tiers["disk"].local_root() == tmp_path / "uri" / "cache"
+        _run(cs, sql)
+        cs.settle_harvests()
+        rows, summary = _run(cs, sql)
+        assert summary.get("fallback") is None, summary
+        assert summary["operators_reused"] == 1
+        assert_same_rows(rows, tpch.sql(sql).collect())
+        assert _cached_files(tmp_path / "uri" / "cache")
+        assert not list(tmp_path.glob("file:*"))
+    finally:
+        cs.close()

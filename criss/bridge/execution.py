@@ -17,7 +17,7 @@ from criss.bridge.errors import is_jvm_error, jvm_errors
 from criss.bridge.metrics import OperatorMetrics, operator_metrics
 from criss.bridge.plans import query_execution
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact
-from criss.storage.tiers import is_local, spark_uri
+from criss.storage.tiers import local_file, spark_uri
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -114,8 +114,9 @@ class PartitionedResult:
         cost ~0.13 s more, per first occurrence of a query. True when written on the driver.
         """
         frame = self.frame(indices)
-        if indices != [] and is_local(staged) and self.fits_driver(self.driver_rows):
-            table = write_on_driver(self.bridge, frame, staged, self.width)
+        local = local_file(str(staged))  # a URI's files are Spark's to write
+        if indices != [] and local is not None and self.fits_driver(self.driver_rows):
+            table = write_on_driver(self.bridge, frame, local, self.width)
             if indices is None:
                 self.written_table = table
             return True

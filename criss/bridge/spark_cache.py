@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import frame_over, write_on_driver
 from criss.errors import BridgeError
-from criss.storage.tiers import is_local, spark_uri
+from criss.storage.tiers import local_file, spark_uri
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
@@ -88,8 +88,9 @@ class CachedResult:
         the cache lost meanwhile is recomputed from the final stage's input: same rows."""
         result = self.result
         frame = frame_over(self.bridge, self._scan, result.jvm_schema, indices)
-        if indices and is_local(staged) and result.fits_driver(self._rows(indices)):
-            write_on_driver(self.bridge, frame, staged, result.width)
+        local = local_file(str(staged))  # a URI's files are Spark's to write
+        if indices and local is not None and result.fits_driver(self._rows(indices)):
+            write_on_driver(self.bridge, frame, local, result.width)
             return True
         frame.write.option("maxRecordsPerFile", 0).parquet(spark_uri(staged))
         return False
