@@ -100,11 +100,6 @@ class Tier(ABC):
         """The local directory holding the tier's files, None if Spark reads it by a URI."""
         return None
 
-    def staging_uri(self, label: str) -> str | None:
-        """A fresh URI inside the tier where Spark may write a result to adopt, for tiers
-        without a local scratch directory that can take Spark's writes."""
-        return None
-
     def describe(self) -> dict[str, object]:
         return {"name": self.name, "capacity_bytes": self.capacity_bytes}
 
@@ -233,11 +228,6 @@ def spark_uri(location: str | os.PathLike) -> str:
     """Where Spark writes or reads ``location``: a local path as a ``file:`` URI, a URI as is."""
     local = local_file(str(location))
     return file_uri(local) if local is not None else str(location)
-
-
-def is_local(location: str | os.PathLike) -> bool:
-    """Whether ``location`` is on this host's file system (a path or a ``file:`` URI)."""
-    return local_file(str(location)) is not None
 
 
 def local_file(location: str) -> str | None:
