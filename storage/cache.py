@@ -105,8 +105,9 @@ class PartitionCache:
             raise StorageError("a cache needs at least one tier")
         self.catalog = CacheCatalog(catalog_path, timeout=timeout)
         self.order = [t.name for t in tiers]
-        self.staging = Staging(list(tiers))
+        readable = list(readable)
         self.tiers: dict[str, Tier] = {t.name: t for t in (*tiers, *readable)}
+        self.staging = Staging(list(tiers), readable)
         self.policy = policy
         self.usage = usage
         self.granularity = granularity

@@ -34,14 +34,16 @@ Staged = Path | str
 
 
 class Staging:
-    """Staged results of one cache: created in ``tiers[-1]`` (or, when that tier has no
-    local scratch directory and is not at a URI, in the first tier that has one)."""
+    """Staged results of one cache: created in ``tiers[-1]``, the slowest tier taking
+    writes (or, when it has no local scratch directory and is not at a URI, in the first
+    of ``tiers`` and then ``readable`` that has one)."""
 
-    def __init__(self, tiers: list[Tier]) -> None:
+    def __init__(self, tiers: list[Tier], readable: list[Tier]) -> None:
         last = tiers[-1]
         self.remote: HadoopTier | None = last if isinstance(last, HadoopTier) else None
-        scratch = [t.scratch_dir() for t in (last, *tiers) if t.scratch_dir() is not None]
-        self._scratch = scratch[0] if scratch else None
+        self._scratch = next(
+            (s for t in (last, *tiers, *readable) if (s := t.scratch_dir()) is not None), None
+        )
         if self.remote is None and self._scratch is None:
             raise StorageError("no tier can stage Spark's output: none is local or at a URI")
 
