@@ -32,7 +32,7 @@ from criss.qtree import QTree
 from criss.storage.cache import PartitionCache
 from criss.storage.hadoop import HadoopTier, RemoteFiles
 from criss.storage.reach import parse_mounts, reach_problems
-from criss.storage.tiers import LocalTier, Tier, local_file, make_private_dir
+from criss.storage.tiers import LocalTier, Tier, make_private_dir
 
 log = logging.getLogger("criss")
 #: INFO lines naming slow once-only steps (the CLI shows them; see workload.replay).
@@ -294,11 +294,7 @@ class TierReach:
 
 
 def _location(tier: Tier) -> str | None:
-    """The tier's local directory, None for one Spark reaches by a remote URI."""
     root = tier.local_root()
-    if root is None and isinstance(tier, HadoopTier):
-        local = local_file(tier.root)  # a file: URI is this host's disk, like a path
-        root = Path(local) if local is not None else None
     return None if root is None else str(root.resolve())
 
 

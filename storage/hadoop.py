@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from criss.errors import ConfigError, StorageError
-from criss.storage.tiers import TEMP_DIR, Tier, check_name
+from criss.storage.tiers import TEMP_DIR, Tier, check_name, local_file
 
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*")
 
@@ -164,6 +164,12 @@ class HadoopTier(Tier):
 
     def uri(self, name: str) -> str:
         return self._uri(name)
+
+    def local_root(self) -> Path | None:
+        """The local directory of a ``file:`` root (this host's disk, like a LocalTier's
+        for the host check), None for any other file system."""
+        local = local_file(self.root)
+        return Path(local) if local is not None else None
 
     def staging_uri(self, label: str) -> str:
         """A fresh directory (not created) under ``_tmp/`` for Spark to write a result into."""
