@@ -28,6 +28,7 @@ from criss.bridge.hadoopfs import HadoopFiles
 from criss.errors import ConfigError, StorageError
 from criss.storage.alluxio import AlluxioTier
 from criss.storage.hadoop import HadoopTier, check_uri
+from criss.storage.staging import Staging
 from criss.storage.tiers import TEMP_DIR, LocalTier, Tier, file_uri, local_file, move_file
 
 REPO = Path(__file__).resolve().parent.parent
@@ -489,3 +490,18 @@ class TestHadoopTier(TierConformance):
     def test_a_bad_uri_is_refused_with_the_fix(self, bad: str) -> None:
         with pytest.raises(ConfigError, match="disk_uri"):
             check_uri(bad)
+
+
+def test_staging_falls_back_to_a_readable_tiers_scratch_directory(tmp_path: Path) -> None:
+    """A tier taking writes without a local scratch directory (Alluxio without a FUSE
+    mount) stages Spark's output on a tier that only holds data (the disk)."""
+
+    class NoScratch(LocalTier):
+        def scratch_dir(self) -> None:
+            return None
+
+    disk = LocalTier("disk", tmp_path / "disk")
+    staged = Staging([NoScratch("alluxio", tmp_path / "alluxio")], [disk]).new("k1")
+    assert isinstance(staged, Path) and staged.parent == disk.scratch_dir()
+    with pytest.raises(StorageError, match="stage"):
+        Staging([NoScratch("alluxio", tmp_path / "alluxio")], [])
