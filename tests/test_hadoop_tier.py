@@ -8,6 +8,7 @@ file system can run on these machines; ViewFs is Hadoop's own, with the same cli
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -15,8 +16,13 @@ from rowcompare import assert_same_rows
 from viewfs import viewfs_root
 
 import criss
+from criss.bridge.hadoopfs import HadoopFiles
+from criss.config import CrissOptions
 from criss.errors import ConfigError, CrissError
 from criss.inspect import clear_home
+from criss.qtree import QTree
+from criss.space import calibrate, spark_codec_rate
+from criss.storage.hadoop import HadoopTier
 
 pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("no_coalescing")]
 
@@ -153,3 +159,17 @@ def test_a_file_uri_tier_takes_small_results_written_on_the_driver(
         assert not list(tmp_path.glob("file:*"))
     finally:
         cs.close()
+
+
+def test_a_tier_at_a_uri_is_calibrated_through_its_file_system(tpch, tmp_path):
+    """Spark's Parquet rate is measured by a job writing into the URI (where executors on
+    other hosts write too), the tier's bandwidth through its file system; neither leaves a
+    file behind."""
+    backing = tmp_path / "backing"
+    disk = HadoopTier("disk", HadoopFiles(tpch, viewfs_root(tpch, backing)))
+    options = CrissOptions()  # nothing configured: both are measured
+    with closing(QTree(tmp_path / "catalog.db")) as qtree:
+        rate = spark_codec_rate(tpch, options, qtree, disk)
+        calibrate([disk], options, qtree, rate)
+    assert rate > 0 and 0 < disk.bandwidth < rate
+    assert not [p for p in backing.rglob("*") if p.is_file()]
