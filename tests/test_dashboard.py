@@ -131,7 +131,13 @@ def test_qtree_and_its_twin(site):
         assert html.count(f'id="n-{fp}"') == 1
     cached = [n for n in data["nodes"] if n["state"] != "seen"]
     assert cached and all(n["benefit"] is not None for n in cached)
-    assert 'class="node state-memory' in html and 'class="node state-disk' in html
+    # each operator is coloured by where its entry's partitions are; which entries the 8 KiB
+    # memory quota leaves wholly in memory depends on the run, so check the page against the twin
+    for n in data["nodes"]:
+        assert re.search(
+            rf'class="node state-{n["state"]}[^"]*" data-fp="{n["fingerprint"]}"', html
+        )
+    assert {n["state"] for n in cached} & {"memory", "disk", "mixed", "partial"}
 
     target = cached[0]["fingerprint"]
     found_html, found = page(site.base, f"/qtree?q={target[:10]}")
