@@ -21,6 +21,7 @@ ensure_chromium
 
 cd "$ROOT"
 if [ $# -gt 0 ]; then exec "$VENV/bin/python" -m pytest "$@"; fi
-"$VENV/bin/python" -m pytest
+# tests that start applications of their own run once, on the cluster (marker cluster_pass)
+"$VENV/bin/python" -m pytest -m "not cluster_pass" --durations=30
 say "the cluster tests, on a loopback standalone cluster ..."
-exec "$VENV/bin/python" -m pytest -m "cluster and not local_only" --spark-master loopback
+exec "$VENV/bin/python" -m pytest -m "cluster and not local_only" --spark-master loopback --durations=15

@@ -114,6 +114,10 @@ def spark(spark_master):
         "spark.criss.min.texec": "0",
         # measured once in test_bandwidth.py; other tests skip the calibration job
         "spark.criss.codec.rate": "20m",
+        # Spark frees a broadcast table once a GC finds its plan unreachable; the suite's
+        # long-lived session runs hundreds of plans (TPC-DS broadcasts a 1.9M-row
+        # customer_demographics), so a GC every 30 s keeps them from filling the heap
+        "spark.cleaner.periodicGC.interval": "30s",
     }
     if not spark_master.startswith("local"):
         conf.update(cluster_conf(cores=2))

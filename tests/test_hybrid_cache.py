@@ -274,6 +274,7 @@ WRITER = textwrap.dedent(
 
 
 @pytest.mark.cluster
+@pytest.mark.cluster_pass
 def test_killed_writer_leaves_nothing_reusable_that_is_not_whole(tpch, tpch_dir, tmp_path):
     home = tmp_path / "h"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
@@ -347,6 +348,7 @@ SHARER = textwrap.dedent(
 
 
 @pytest.mark.cluster
+@pytest.mark.cluster_pass
 def test_two_applications_sharing_a_home_both_get_correct_results(tpch_dir, tmp_path):
     tests = Path(__file__).resolve().parent
     env = {**os.environ, "PYTHONPATH": str(tests.parent)}
