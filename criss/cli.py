@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from criss.errors import CrissError
+from criss.workload.benchmarks import BENCHMARKS
 
 STREAM_CHOICES = ("random", "zipf", "random-v", "no-repeat")
 
@@ -37,6 +38,16 @@ def _parse_conf(pairs: tuple[str, ...]) -> dict[str, str]:
     return conf
 
 
+def benchmark_option(help_text: str):
+    return click.option(
+        "--benchmark",
+        type=click.Choice(BENCHMARKS),
+        default="tpch",
+        show_default=True,
+        help=help_text,
+    )
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="criss")
 def main() -> None:
@@ -44,28 +55,30 @@ def main() -> None:
 
 
 @main.command()
-@click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
+@benchmark_option("TPC-H (tpchgen-cli) or TPC-DS (tpcgen-cli).")
+@click.option("--sf", type=float, default=1.0, show_default=True, help="Scale factor.")
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="Where the Parquet files go [default: ./data/tpch/sf<SF>].",
+    help="Where the Parquet files go [default: ./data/<BENCHMARK>/sf<SF>].",
 )
 @_library_errors
-def datagen(sf: float, data_dir: Path | None) -> None:
-    """Generate TPC-H Parquet data with tpchgen-cli (reused when already complete)."""
-    from criss.workload.tpch.data import ensure_tpch
+def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
+    """Generate benchmark Parquet data (reused when already complete)."""
+    from criss.workload.benchmarks import parquet_data
 
-    click.echo(ensure_tpch(sf, data_dir))
+    click.echo(parquet_data(benchmark).ensure(sf, data_dir))
 
 
 @main.command()
+@benchmark_option("TPC-H, or TPC-DS (Spark's query files; random and zipf streams).")
 @click.option(
     "--stream",
     type=click.Choice(STREAM_CHOICES),
     default="zipf",
     show_default=True,
-    help="Which seeded TPC-H query stream to replay.",
+    help="Which seeded query stream to replay.",
 )
 @click.option(
     "--queries",
@@ -75,7 +88,7 @@ def datagen(sf: float, data_dir: Path | None) -> None:
     show_default=True,
     help="Number of queries in the stream.",
 )
-@click.option("--sf", type=float, default=1.0, show_default=True, help="TPC-H scale factor.")
+@click.option("--sf", type=float, default=1.0, show_default=True, help="Scale factor.")
 @click.option("--seed", type=int, default=42, show_default=True, help="Stream seed.")
 @click.option(
     "--mode",
@@ -101,7 +114,7 @@ def datagen(sf: float, data_dir: Path | None) -> None:
     "--data-dir",
     type=click.Path(path_type=Path),
     default=None,
-    help="TPC-H data directory [default: ./data/tpch/sf<SF>].",
+    help="Data directory [default: ./data/<BENCHMARK>/sf<SF>].",
 )
 @click.option(
     "--zipf-skew",
@@ -135,6 +148,7 @@ def datagen(sf: float, data_dir: Path | None) -> None:
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(
+    benchmark: str,
     stream: str,
     n_queries: int,
     sf: float,
@@ -151,7 +165,7 @@ def replay(
     variant_specs: tuple[str, ...],
     quiet: bool,
 ) -> None:
-    """Replay a TPC-H query stream and report per-query times, totals and the ratio."""
+    """Replay a TPC-H or TPC-DS query stream; report per-query times, totals and the ratio."""
     from criss.console import ReplayProgress, print_next_steps, print_replay_summary
     from criss.sparksession import local_spark
     from criss.workload.replay import ReplayConfig, run_replay, write_results
@@ -170,6 +184,7 @@ def replay(
         zipf_skew=zipf_skew,
         warmup=warmup,
         variants=variants,
+        benchmark=benchmark,
     )
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
         if not quiet:

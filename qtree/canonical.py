@@ -41,6 +41,7 @@ FLIPPED_COMPARISON = {
     _EXPR + "GreaterThanOrEqual": _EXPR + "LessThanOrEqual",
     _EXPR + "LessThanOrEqual": _EXPR + "GreaterThanOrEqual",
 }
+EXISTENCE_JOIN = "org.apache.spark.sql.catalyst.plans.ExistenceJoin"
 ALIAS = _EXPR + "Alias"
 ATTRIBUTE = _EXPR + "AttributeReference"
 PYTHON_UDF = _EXPR + "PythonUDF"
@@ -82,6 +83,23 @@ def _strip(value: Any) -> Any:
     if isinstance(value, list):
         return [_strip(v) for v in value]
     return value
+
+
+def existence_join_output(node: PlanNode) -> PlanNode:
+    """An ExistenceJoin's ``exists`` column is its own new output, which Catalyst's
+    canonical form leaves under the query's own attribute id (a per-JVM counter): without
+    it, the same ``EXISTS ... OR ...`` query gets another fingerprint each time. Parents
+    refer to the column by position, so its id and name say nothing of the computation."""
+    join_type = node.args.get("joinType")
+    if not isinstance(join_type, dict) or join_type.get("product-class") != EXISTENCE_JOIN:
+        return node
+    exists = [
+        {k: v for k, v in attribute.items() if k not in ("exprId", "name")}
+        if isinstance(attribute, dict)
+        else attribute
+        for attribute in join_type.get("exists", [])
+    ]
+    return node.with_(args={**node.args, "joinType": {**join_type, "exists": exists}})
 
 
 def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
@@ -221,6 +239,7 @@ def mark_uncacheable(node: PlanNode) -> PlanNode:
 #: Applied in this order to every operator, children before parents.
 RULES: tuple[Rule, ...] = (
     strip_noise,
+    existence_join_output,
     mark_python_udfs,
     parse_expressions,
     normalize_expressions,

@@ -13,6 +13,8 @@ import pytest
 from criss.workload.replay import ReplayConfig, result_checksum, run_replay, write_results
 from criss.workload.streams import MAX_VARIANT_REPEATS, STREAMS, make_stream, zipf_weights
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 @pytest.mark.parametrize("kind", STREAMS)
 def test_streams_are_deterministic_per_seed(kind):
@@ -54,6 +56,65 @@ def test_no_repeat_stream_has_only_distinct_statements():
     stream = make_stream("no-repeat", 100, seed=5, sf=1)
     assert len({q.sql for q in stream}) == 100
     assert all("<> -" in q.sql for q in stream)
+
+
+def test_tpcds_streams_draw_from_sparks_query_files():
+    from criss.errors import WorkloadError
+    from criss.workload.tpcds.queries import query, query_ids
+
+    stream = make_stream("zipf", 200, seed=3, sf=0.01, benchmark="tpcds")
+    assert stream == make_stream("zipf", 200, seed=3, sf=0.01, benchmark="tpcds")
+    assert {q.qid for q in stream} <= set(query_ids()) and len({q.qid for q in stream}) > 20
+    assert all(q.sql == query(q.qid) and q.query == q.qid for q in stream)
+    assert len(query_ids()) == 118 and {"q1", "q14a", "q14b", "q99"} <= set(query_ids())
+    for kind in ("random-v", "no-repeat"):
+        with pytest.raises(WorkloadError, match="random, zipf"):
+            make_stream(kind, 10, benchmark="tpcds")
+        with pytest.raises(WorkloadError, match="random, zipf"):
+            ReplayConfig(stream=kind, benchmark="tpcds")
+    with pytest.raises(WorkloadError, match="no TPC-DS query 'q100'"):
+        query("q100")
+
+
+def test_datagen_writes_tpcds_tables_once(tmp_path):
+    from click.testing import CliRunner
+
+    from criss.cli import main
+    from criss.workload.tpcds.data import TABLES, TPCDS
+
+    where = tmp_path / "tpcds"
+    args = ["datagen", "--benchmark", "tpcds", "--sf", "0.01", "--data-dir", str(where)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    assert TPCDS.is_complete(where, 0.01)
+    assert {p.stem for p in where.glob("*.parquet")} >= set(TABLES)
+    written = (where / TPCDS.marker).stat().st_mtime_ns
+    assert CliRunner().invoke(main, args).exit_code == 0  # complete: reused, not rewritten
+    assert (where / TPCDS.marker).stat().st_mtime_ns == written
+
+
+@pytest.mark.spark
+def test_a_tpcds_replay_returns_plain_sparks_rows_and_reuses(spark, tmp_path):
+    from criss.workload.tpcds.data import ensure_tpcds
+
+    data = ensure_tpcds(0.01, REPO / "data" / "tpcds" / "sf0.01", quiet=True)
+    config = ReplayConfig(
+        stream="zipf",
+        queries=6,
+        sf=0.01,
+        seed=5,
+        modes=("spark", "criss"),
+        home=tmp_path / "home",
+        data_dir=data,
+        benchmark="tpcds",
+    )
+    # a session of its own: TPC-DS's views (customer, ...) must not replace TPC-H's
+    result = run_replay(spark.newSession(), config)
+    assert result["benchmark"] == "tpcds"
+    assert result["comparison"]["checksums_match"], result["comparison"]
+    names = [q["query"] for q in result["modes"]["criss"]["queries"]]
+    assert len(set(names)) < len(names)  # the stream repeats a query...
+    assert result["criss_report"]["counters"]["operators_reused"] >= 1  # ...which Criss serves
 
 
 def test_checksum_ignores_row_order_but_not_content():

@@ -1,4 +1,4 @@
-"""Replay a seeded TPC-H stream through plain Spark and/or Criss and record what it cost.
+"""Replay a seeded TPC-H or TPC-DS stream through plain Spark and/or Criss and record what it cost.
 
 The results JSON has a stable shape read by other tools (the dashboard, the experiments)::
 
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import WorkloadError
-from criss.workload.streams import StreamQuery, make_stream
-from criss.workload.tpch.data import data_dir_for, ensure_tpch, is_complete, register_views
+from criss.workload.benchmarks import parquet_data
+from criss.workload.streams import StreamQuery, check_stream, make_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -81,6 +81,8 @@ class ReplayConfig:
     criss_options: dict[str, Any] = field(default_factory=dict)
     #: Options of each extra Criss mode ``criss-<name>`` (over ``criss_options``).
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``tpch`` or ``tpcds`` (derived from TPC-DS; not comparable to TPC-DS results)
+    benchmark: str = "tpch"
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES and m not in self.variants]
@@ -92,6 +94,17 @@ class ReplayConfig:
         bad = [name for name in self.variants if not name.startswith(VARIANT_PREFIX)]
         if bad:
             raise WorkloadError(f"variant names must start with {VARIANT_PREFIX!r}: {bad}")
+        check_stream(self.stream, self.benchmark)
+
+    def stream_queries(self) -> list[StreamQuery]:
+        return make_stream(
+            self.stream,
+            self.queries,
+            self.seed,
+            self.sf,
+            zipf_skew=self.zipf_skew,
+            benchmark=self.benchmark,
+        )
 
     @property
     def criss_modes(self) -> list[str]:
@@ -132,7 +145,7 @@ def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
     count, checksum = result_checksum(rows)
     return {
         "position": item.position,
-        "query": f"Q{item.qid}",
+        "query": item.query,
         "variant": item.variant,
         "statement": hashlib.sha256(item.sql.encode()).hexdigest()[:16],
         "seconds": round(seconds, 4),
@@ -153,11 +166,8 @@ def run_replay(
     ``on_query(mode, record)`` follows each timed query, ``on_warmup(done, total)`` each
     untimed warm-up statement; slow phases are named on the ``criss.progress`` logger.
     """
-    data_dir = _tpch_data(config)
-    register_views(spark, data_dir)
-    stream = make_stream(
-        config.stream, config.queries, config.seed, config.sf, zipf_skew=config.zipf_skew
-    )
+    stream = config.stream_queries()
+    parquet_data(config.benchmark).register_views(spark, _data(config))
     if config.warmup:
         warm_up(spark, stream, on_statement=on_warmup)
     homes = replay_homes(config)
@@ -215,14 +225,18 @@ def _summary(query: Any) -> dict[str, Any]:
     return {} if query is None else query.summary()
 
 
-def _tpch_data(config: ReplayConfig) -> Path:
-    """The stream's TPC-H data, generated first if missing (a phase worth naming)."""
-    where = Path(config.data_dir) if config.data_dir else data_dir_for(config.sf)
-    if not is_complete(where, config.sf):
+def _data(config: ReplayConfig) -> Path:
+    """The stream's data, generated first if missing (a phase worth naming)."""
+    data = parquet_data(config.benchmark)
+    where = Path(config.data_dir) if config.data_dir else data.dir_for(config.sf)
+    if not data.is_complete(where, config.sf):
         progress_log.info(
-            "generating TPC-H SF%g data into %s (once; reused by later runs)", config.sf, where
+            "generating %s SF%g data into %s (once; reused by later runs)",
+            data.title,
+            config.sf,
+            where,
         )
-    return ensure_tpch(config.sf, where, quiet=True)
+    return data.ensure(config.sf, where, quiet=True)
 
 
 def warm_up(
@@ -261,6 +275,7 @@ def _results(
         for m, recs in records.items()
     }
     result: dict[str, Any] = {
+        "benchmark": config.benchmark,
         "stream": config.stream,
         "seed": config.seed,
         "sf": config.sf,

@@ -1,4 +1,4 @@
-"""Seeded TPC-H query streams, as in the Criss paper's evaluation (§3.1).
+"""Seeded query streams, as in the Criss paper's evaluation (§3.1).
 
 * ``random``    Random-QS: N queries drawn uniformly from the 22 (poor locality).
 * ``zipf``      Zipf-QS: N queries drawn with a Zipf law over a seeded ranking of the 22.
@@ -8,6 +8,8 @@
                 measure pure overhead.
 
 Within a stream a query id always renders the same statement, so a repeat is a real repeat.
+``benchmark="tpcds"`` draws ``random`` and ``zipf`` from the TPC-DS queries instead (Spark's
+query files, whose parameters are fixed), named ``q1`` … ``q99`` with their variants.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from dataclasses import asdict, dataclass
 
 from criss.errors import WorkloadError
 from criss.workload.tpch import queries as tpch
+
+BENCHMARK_STREAMS = {
+    "tpch": ("random", "zipf", "random-v", "no-repeat"),
+    "tpcds": ("random", "zipf"),
+}
 
 STREAMS = ("random", "zipf", "random-v", "no-repeat")
 #: First key column of each table, used by the no-repeat stream's per-statement no-op filter.
@@ -37,13 +44,18 @@ MAX_VARIANT_REPEATS = 2
 @dataclass(frozen=True)
 class StreamQuery:
     position: int
-    qid: int
+    qid: int | str  # a TPC-H query number, or a TPC-DS query's name ("q14a")
     variant: str
     sql: str
 
     @property
+    def query(self) -> str:
+        """The query's name in reports: ``Q7`` (TPC-H) or ``q14a`` (TPC-DS)."""
+        return self.qid if isinstance(self.qid, str) else f"Q{self.qid}"
+
+    @property
     def name(self) -> str:
-        return f"Q{self.qid}" if self.variant == "orig" else f"Q{self.qid}-{self.variant}"
+        return self.query if self.variant == "orig" else f"{self.query}-{self.variant}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -58,26 +70,34 @@ def _statement_seed(seed: int, qid: int) -> int:
     return seed * 1000 + qid
 
 
-def _originals(seed: int, sf: float) -> dict[int, tpch.Statement]:
+def _originals(seed: int, sf: float, benchmark: str = "tpch") -> dict[int | str, str]:
+    """Each query's statement: TPC-H's drawn by qgen's rules from ``seed``, TPC-DS's fixed."""
+    if benchmark == "tpcds":
+        from criss.workload.tpcds import queries as tpcds
+
+        return {name: tpcds.query(name) for name in tpcds.query_ids()}
     return {
-        q: tpch.statement(q, "orig", seed=_statement_seed(seed, q), sf=sf) for q in tpch.QUERY_IDS
+        q: tpch.statement(q, "orig", seed=_statement_seed(seed, q), sf=sf).sql
+        for q in tpch.QUERY_IDS
     }
 
 
-def random_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
+def random_stream(n: int, seed: int, sf: float, benchmark: str = "tpch") -> list[StreamQuery]:
     rng = random.Random(seed)
-    stmts = _originals(seed, sf)
-    picks = [rng.choice(tpch.QUERY_IDS) for _ in range(n)]
-    return [StreamQuery(i, q, "orig", stmts[q].sql) for i, q in enumerate(picks)]
+    stmts = _originals(seed, sf, benchmark)
+    picks = [rng.choice(list(stmts)) for _ in range(n)]
+    return [StreamQuery(i, q, "orig", stmts[q]) for i, q in enumerate(picks)]
 
 
-def zipf_stream(n: int, seed: int, sf: float, skew: float = 1.0) -> list[StreamQuery]:
+def zipf_stream(
+    n: int, seed: int, sf: float, skew: float = 1.0, benchmark: str = "tpch"
+) -> list[StreamQuery]:
     rng = random.Random(seed)
-    ranking = list(tpch.QUERY_IDS)
+    stmts = _originals(seed, sf, benchmark)
+    ranking = list(stmts)
     rng.shuffle(ranking)
-    stmts = _originals(seed, sf)
     picks = rng.choices(ranking, weights=zipf_weights(len(ranking), skew), k=n)
-    return [StreamQuery(i, q, "orig", stmts[q].sql) for i, q in enumerate(picks)]
+    return [StreamQuery(i, q, "orig", stmts[q]) for i, q in enumerate(picks)]
 
 
 def random_v_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
@@ -124,16 +144,37 @@ def no_repeat_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
     ]
 
 
+def check_stream(kind: str, benchmark: str) -> None:
+    """A WorkloadError unless ``benchmark`` has a ``kind`` stream."""
+    if benchmark not in BENCHMARK_STREAMS:
+        raise WorkloadError(
+            f"unknown benchmark {benchmark!r}; choose one of {', '.join(BENCHMARK_STREAMS)}"
+        )
+    if kind not in BENCHMARK_STREAMS[benchmark]:
+        raise WorkloadError(
+            f"no {kind!r} stream for {benchmark}: choose one of "
+            f"{', '.join(BENCHMARK_STREAMS[benchmark])} (random-v and no-repeat rewrite "
+            "TPC-H's templates)"
+        )
+
+
 def make_stream(
-    kind: str, n: int = 100, seed: int = 42, sf: float = 1.0, *, zipf_skew: float = 1.0
+    kind: str,
+    n: int = 100,
+    seed: int = 42,
+    sf: float = 1.0,
+    *,
+    zipf_skew: float = 1.0,
+    benchmark: str = "tpch",
 ) -> list[StreamQuery]:
     """The ``kind`` stream of ``n`` queries; the same arguments always give the same stream."""
     if n < 1:
         raise WorkloadError(f"a stream needs at least one query, got {n}")
+    check_stream(kind, benchmark)
     if kind == "random":
-        return random_stream(n, seed, sf)
+        return random_stream(n, seed, sf, benchmark)
     if kind == "zipf":
-        return zipf_stream(n, seed, sf, zipf_skew)
+        return zipf_stream(n, seed, sf, zipf_skew, benchmark)
     if kind == "random-v":
         return random_v_stream(n, seed, sf)
     if kind == "no-repeat":
