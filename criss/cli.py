@@ -11,8 +11,9 @@ import click
 
 from criss.errors import CrissError
 from criss.workload.benchmarks import BENCHMARKS
+from criss.workload.streams import STREAMS
 
-STREAM_CHOICES = ("random", "zipf", "random-v", "no-repeat")
+STREAM_CHOICES = STREAMS
 
 
 def _library_errors(func):

@@ -4,6 +4,7 @@
     python -m experiments.figures run fig6        # storage media: hybrid / memory / disk
     python -m experiments.figures run fig10       # benefit model: Criss vs Recycler
     python -m experiments.figures run fig14       # reuse granularity: partition vs operator
+    python -m experiments.figures run drift       # drift streams: Criss, result cache, oracle
     python -m experiments.figures run overhead    # no-repeat stream + planning overhead
     python -m experiments.figures run pressure    # fig10 + fig14 side by side in one run
     python -m experiments.figures plot            # redraw every PNG from the committed JSON
@@ -112,6 +113,13 @@ EXPERIMENTS = {
                 "criss-recycler": "Recycler",
                 "criss-operator": "operator granularity",
             },
+        ),
+        Experiment(
+            "drift",
+            "Parameter drift: fresh qgen parameters each time, and a few hot ones",
+            ("drift", "drift-hot"),
+            {"criss": {}, "criss-results": {"reuse_scope": "results"}},
+            {"spark": "plain Spark", "criss": "Criss", "criss-results": "result cache"},
         ),
         Experiment(
             "overhead",
@@ -317,7 +325,7 @@ def plot_result(result: dict[str, Any], out: Path) -> Path:
     fig, (bars, lines) = plt.subplots(1, 2, figsize=(12, 4.5))
     names = [label(m) for m in modes]
     totals = [result["modes"][m]["total_seconds"] for m in modes]
-    if summary.get("oracle_seconds") is not None and result.get("experiment") == "fig5":
+    if summary.get("oracle_seconds") is not None and result.get("experiment") in ("fig5", "drift"):
         names.append("oracle")
         totals.append(summary["oracle_seconds"])
     drawn = bars.bar(names, totals, color=["#999999"] + ["#3a7dc9"] * (len(totals) - 1))

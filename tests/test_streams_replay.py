@@ -58,6 +58,23 @@ def test_no_repeat_stream_has_only_distinct_statements():
     assert all("<> -" in q.sql for q in stream)
 
 
+def test_drift_streams_draw_fresh_parameters_and_hot_ones_recur():
+    from criss.workload.tpch.queries import QUERY_IDS
+
+    drift = make_stream("drift", 200, seed=5, sf=1)
+    hot = make_stream("drift-hot", 200, seed=5, sf=1)
+    assert {q.qid for q in drift} == set(QUERY_IDS)
+    for stream in (drift, hot):  # equal names are equal statements, and the other way round
+        assert len({q.name for q in stream}) == len({q.sql for q in stream})
+    # fresh draws rarely repeat a statement (Q18 has four quantities, Q13 16 word pairs)
+    drift_repeats = len(drift) - len({q.sql for q in drift})
+    hot_repeats = len(hot) - len({q.sql for q in hot})
+    assert drift_repeats < 0.25 * len(drift) < hot_repeats
+    # a hot stream's repeats are spread over its few sets per query, not one statement
+    per_query = Counter(q.qid for q in {q.sql: q for q in hot}.values())
+    assert min(per_query.values()) >= 2
+
+
 def test_tpcds_streams_draw_from_sparks_query_files():
     from criss.errors import WorkloadError
     from criss.workload.tpcds.queries import query, query_ids

@@ -6,6 +6,13 @@
 * ``no-repeat`` every statement distinct and no subtree shared beyond the raw file scans
                 (each statement filters every table by a no-op predicate of its own), to
                 measure pure overhead.
+* ``drift``     parameter drift: each position draws a query uniformly and fresh substitution
+                parameters by qgen's rules (TPC-H clause 2.4), so exact repeats are rare and
+                an exact-result cache saves almost nothing; what can be reused is the part of
+                a query its parameters do not touch, or a cached result that still holds what
+                the new parameters ask for.
+* ``drift-hot`` analysts converging: as ``drift``, but each query has a few "hot" parameter
+                sets drawn once per stream, and most positions take one of them.
 
 Within a stream a query id always renders the same statement, so a repeat is a real repeat.
 ``benchmark="tpcds"`` draws ``random`` and ``zipf`` from the TPC-DS queries instead (Spark's
@@ -14,6 +21,7 @@ query files, whose parameters are fixed), named ``q1`` … ``q99`` with their va
 
 from __future__ import annotations
 
+import hashlib
 import random
 from dataclasses import asdict, dataclass
 
@@ -21,11 +29,11 @@ from criss.errors import WorkloadError
 from criss.workload.tpch import queries as tpch
 
 BENCHMARK_STREAMS = {
-    "tpch": ("random", "zipf", "random-v", "no-repeat"),
+    "tpch": ("random", "zipf", "random-v", "no-repeat", "drift", "drift-hot"),
     "tpcds": ("random", "zipf"),
 }
 
-STREAMS = ("random", "zipf", "random-v", "no-repeat")
+STREAMS = BENCHMARK_STREAMS["tpch"]
 #: First key column of each table, used by the no-repeat stream's per-statement no-op filter.
 TABLE_KEYS = {
     "region": "r_regionkey",
@@ -39,6 +47,9 @@ TABLE_KEYS = {
 }
 #: No statement of Random-QS-v occurs more often than this (the paper's rule).
 MAX_VARIANT_REPEATS = 2
+#: ``drift-hot``: parameter sets per query that recur, and the share of positions taking one.
+HOT_PARAMETER_SETS = 3
+HOT_SHARE = 0.7
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,32 @@ def no_repeat_stream(n: int, seed: int, sf: float) -> list[StreamQuery]:
     ]
 
 
+def drift_stream(n: int, seed: int, sf: float, *, hot: bool = False) -> list[StreamQuery]:
+    """Queries drawn uniformly, each with parameters drawn afresh by qgen's rules, or (with
+    ``hot``) most of the time one of its few hot parameter sets. The variant is a digest of
+    the statement (``p3f9a1c``), so equal names are equal statements and the other way round:
+    a fresh draw can repeat an earlier one (Q18 has four quantities)."""
+    rng = random.Random(seed)
+    hot_sets = {
+        q: [
+            tpch.random_params(q, random.Random(_statement_seed(seed, q) * 31 + k), sf)
+            for k in range(HOT_PARAMETER_SETS)
+        ]
+        for q in tpch.QUERY_IDS
+    }
+    stream = []
+    for position in range(n):
+        qid = rng.choice(tpch.QUERY_IDS)
+        if hot and rng.random() < HOT_SHARE:
+            params = hot_sets[qid][rng.randrange(HOT_PARAMETER_SETS)]
+        else:
+            params = tpch.random_params(qid, rng, sf)
+        sql = tpch.variant_statement(qid, "orig", params).sql
+        variant = "p" + hashlib.sha256(sql.encode()).hexdigest()[:6]
+        stream.append(StreamQuery(position, qid, variant, sql))
+    return stream
+
+
 def check_stream(kind: str, benchmark: str) -> None:
     """A WorkloadError unless ``benchmark`` has a ``kind`` stream."""
     if benchmark not in BENCHMARK_STREAMS:
@@ -179,4 +216,6 @@ def make_stream(
         return random_v_stream(n, seed, sf)
     if kind == "no-repeat":
         return no_repeat_stream(n, seed, sf)
+    if kind in ("drift", "drift-hot"):
+        return drift_stream(n, seed, sf, hot=kind == "drift-hot")
     raise WorkloadError(f"unknown stream {kind!r}; choose one of {', '.join(STREAMS)}")
