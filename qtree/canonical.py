@@ -102,6 +102,46 @@ def existence_join_output(node: PlanNode) -> PlanNode:
     return node.with_(args={**node.args, "joinType": {**join_type, "exists": exists}})
 
 
+#: Fields Catalyst's JSON may write as null without losing what the operator computes: a
+#: join's hint (in the plan, or in a subquery's plan), a file relation's (its identity is
+#: added apart, by ``relation_identity``), a NULL literal's value, a Python UDF's function
+#: (known by name: only allow-listed ones are cached, see ``mark_python_udfs``). A file
+#: relation inside a subquery expression is not here: the bridge fills in its identity.
+BENIGN_NULLS = frozenset(
+    {
+        ("Join", "hint"),
+        ("org.apache.spark.sql.catalyst.plans.logical.Join", "hint"),
+        ("LogicalRelation", "relation"),
+        (_EXPR + "Literal", "value"),
+        (PYTHON_UDF, "func"),
+    }
+)
+
+
+def mark_lossy_fields(node: PlanNode) -> PlanNode:
+    """An operator whose JSON still holds a null field (a value Catalyst cannot serialise,
+    e.g. a Scala UDF's function) is not fully described by its fingerprint: never cached."""
+    if node.uncacheable is not None:
+        return node
+    lost = next(_null_fields(node.op, node.args), None)
+    if lost is None:
+        return node
+    return node.with_(uncacheable=f"Catalyst's plan JSON omits {lost}")
+
+
+def _null_fields(owner: str, value: Any) -> Iterable[str]:
+    if isinstance(value, dict):
+        owner = value.get("class", owner)
+        for key, item in value.items():
+            if item is None and (owner, key) not in BENIGN_NULLS:
+                yield f"{owner.rsplit('.', 1)[-1]}.{key}"
+            elif key not in NOISE_KEYS:
+                yield from _null_fields(owner, item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _null_fields(owner, item)
+
+
 def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
     """Python UDFs claim to be deterministic; only allow-listed ones are trusted."""
     allowed = set(allowed_udfs)
@@ -239,6 +279,7 @@ def mark_uncacheable(node: PlanNode) -> PlanNode:
 #: Applied in this order to every operator, children before parents.
 RULES: tuple[Rule, ...] = (
     strip_noise,
+    mark_lossy_fields,
     existence_join_output,
     mark_python_udfs,
     parse_expressions,

@@ -12,7 +12,7 @@ from typing import Any
 
 from criss.qtree.plan import Expr, PlanNode
 
-FINGERPRINT_VERSION = "1"
+FINGERPRINT_VERSION = "2"
 
 
 def _jsonable(value: Any) -> Any:

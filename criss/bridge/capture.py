@@ -7,6 +7,7 @@ repeated plan's tree is remembered (``RememberedTrees``).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import itertools
 import json
@@ -29,6 +30,23 @@ _FILE_STATUS = re.compile(
 )
 #: A byte array's value in Catalyst JSON: "[B@" + identity hash.
 _BINARY_VALUE = re.compile(r'"value":"(\[B@[0-9a-f]+)"')
+#: Fields Catalyst's JSON writes as null although they decide what an expression computes
+#: (a Scala Set, Seq of Seqs, Char or row data is not serialised), by class: filled in from
+#: the JVM plan (``restore_lossy_fields``), since two plans differing only there would look
+#: the same and one would be served the other's cached result.
+IN_SET = "org.apache.spark.sql.catalyst.expressions.InSet"
+LIKE = "org.apache.spark.sql.catalyst.expressions.Like"
+EXPAND = "org.apache.spark.sql.catalyst.plans.logical.Expand"
+LOCAL_RELATION = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"
+LOSSY_FIELDS = {IN_SET: "hset", LIKE: "escapeChar", EXPAND: "projections", LOCAL_RELATION: "data"}
+#: Rows of a local relation whose data are read into its identity (larger: left unknown).
+LOCAL_ROWS_LIMIT = 10_000
+#: A file relation in a plan; one inside a subquery expression is serialised with the
+#: subquery's plan, its ``relation`` null like every file relation's.
+LOGICAL_RELATION = "org.apache.spark.sql.execution.datasources.LogicalRelation"
+#: ANSI behaviour of arithmetic and casts, which Catalyst's JSON also writes as null (an
+#: enumeration): the session's setting stands in for it.
+_EVAL_MODE = re.compile(r'"(evalMode|evalContext)":null')
 
 
 class PlanNodes:
@@ -69,7 +87,7 @@ class RememberedTrees:
         self.hits = 0
 
     def tree(
-        self, canonical: Any, binary_names: dict[str, str]
+        self, canonical: Any, binary_names: dict[str, str], ansi: bool = False
     ) -> tuple[PlanNode, int | None, bool]:
         """The tree of ``canonical``, the serial number it is remembered under (None if it
         is not), and whether it holds a binary literal not named in ``binary_names``.
@@ -89,13 +107,139 @@ class RememberedTrees:
             text = _BINARY_VALUE.sub(
                 lambda m: '"value":"' + binary_names.get(m[1], m[1]) + '"', text
             )
-        tree = tree_from_catalyst_json(json.loads(text))
+        text = _EVAL_MODE.sub(rf'"\1":"{"ANSI" if ansi else "LEGACY"}"', text)
+        nodes = json.loads(text)
+        if any(name in text for name in LOSSY_FIELDS):
+            restore_lossy_fields(canonical, nodes)
+        tree = tree_from_catalyst_json(nodes)
         if '"[B@' in text:
             return tree, None, True
         serial = next(self._serial)
         # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
         self._trees.put(code, (canonical, tree, serial))
         return tree, serial, False
+
+
+def restore_lossy_fields(canonical: Any, nodes: list[dict[str, Any]]) -> None:
+    """Fill in ``nodes``, the canonicalized plan's JSON, what it writes as null of
+    ``LOSSY_FIELDS``, from ``canonical``, the JVM plan: IN sets as their values' sorted
+    text, a LIKE's escape character, an Expand's projections as expression JSON, a local
+    relation's rows as a digest. A field left null makes the operator uncacheable
+    (``qtree.canonical.mark_lossy_fields``)."""
+    jnodes = PlanNodes(canonical)
+    for path, raw in zip(_preorder_paths(nodes), nodes, strict=True):
+        holders = [e for e in _json_dicts(raw) if _lost(e)]
+        if not holders:
+            continue
+        jnode = jnodes.at(path)
+        expressions = [e for e in holders if e is not raw]
+        if raw in holders:
+            raw[LOSSY_FIELDS[raw["class"]]] = _plan_field(jnode, raw["class"])
+        jvm = [e for e in _jvm_expressions(jnode) if str(e.getClass().getName()) in LOSSY_FIELDS]
+        if len(jvm) != len(expressions):
+            raise BridgeError(f"plan JSON and JVM plan disagree on {raw.get('class')}")
+        for holder, expression in zip(expressions, jvm, strict=True):
+            if holder["class"] == IN_SET:
+                holder["hset"] = _in_set_text(expression)
+            elif holder["class"] == LIKE:
+                holder["escapeChar"] = str(expression.escapeChar())
+
+
+def _relation_dicts(value: Any):
+    """The file relations in JSON ``value`` (plans of subquery expressions), in order."""
+    return (d for d in _json_dicts(value) if d.get("class") == LOGICAL_RELATION)
+
+
+def _subquery_relations(jnode: Any) -> list[Any]:
+    """The LogicalRelations read by ``jnode``'s subquery expressions, in JSON order: each
+    subquery plan pre-order, a node's own subqueries right after it."""
+    found: list[Any] = []
+
+    def plans_of(node: Any) -> None:
+        subqueries = node.subqueries()
+        for i in range(subqueries.size()):
+            walk(subqueries.apply(i))
+
+    def walk(plan: Any) -> None:
+        if str(plan.getClass().getName()) == LOGICAL_RELATION:
+            found.append(plan)
+        plans_of(plan)
+        children = plan.children()
+        for i in range(children.size()):
+            walk(children.apply(i))
+
+    plans_of(jnode)
+    return found
+
+
+def _lost(element: dict[str, Any]) -> bool:
+    field = LOSSY_FIELDS.get(element.get("class", ""))
+    return field is not None and element.get(field, 0) is None
+
+
+def _plan_field(jnode: Any, cls: str) -> Any:
+    """An Expand's projections (JSON of each expression) or a local relation's rows (a
+    digest of their text; None beyond LOCAL_ROWS_LIMIT rows)."""
+    if cls == EXPAND:
+        projections = jnode.projections()
+        return [
+            [json.loads(row.apply(j).toJSON()) for j in range(row.size())]
+            for row in (projections.apply(i) for i in range(projections.size()))
+        ]
+    data = jnode.data()
+    if data.size() > LOCAL_ROWS_LIMIT:
+        return None
+    return hashlib.sha256(str(data.mkString("\n")).encode()).hexdigest()
+
+
+def _preorder_paths(nodes: list[dict[str, Any]]) -> list[tuple[int, ...]]:
+    """The path of each plan node of Catalyst's pre-order JSON list."""
+    paths: list[tuple[int, ...]] = []
+    position = 0
+
+    def visit(path: tuple[int, ...]) -> None:
+        nonlocal position
+        count = nodes[position].get("num-children", 0)
+        paths.append(path)
+        position += 1
+        for i in range(count):
+            visit(path + (i,))
+
+    visit(())
+    return paths
+
+
+def _json_dicts(value: Any):
+    """Every JSON object in ``value``, in document order (expressions are pre-order lists),
+    but those under ``originalRoot`` (a MultiCommutativeOp's spelling, not a child)."""
+    if isinstance(value, dict):
+        yield value
+        for key, item in value.items():
+            if key != "originalRoot":
+                yield from _json_dicts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _json_dicts(item)
+
+
+def _jvm_expressions(jnode: Any):
+    """The expressions of a JVM plan node in the order its JSON lists them (fields in
+    order, each expression pre-order)."""
+    expressions = jnode.expressions()
+    stack = [expressions.apply(i) for i in reversed(range(expressions.size()))]
+    while stack:
+        expression = stack.pop()
+        yield expression
+        children = expression.children()
+        stack.extend(children.apply(i) for i in reversed(range(children.size())))
+
+
+def _in_set_text(expression: Any) -> list[str]:
+    values = expression.hset().toSeq()
+    return sorted(
+        v if isinstance(v, str) else "null" if v is None else str(v)
+        for v in (values.apply(i) for i in range(values.size()))
+    )
 
 
 class CapturedPlan:
@@ -109,8 +253,11 @@ class CapturedPlan:
         try:
             self.root = root
             self.nodes = PlanNodes(root)
-            tree, serial, unnamed_binary = bridge.plan_tree(self.root.canonicalized())
-            self.tree = self._annotate(tree, unnamed_binary=unnamed_binary)
+            canonical = self.root.canonicalized()
+            #: (path, key, version) of each file relation read inside a subquery expression.
+            self.subquery_inputs: list[tuple[tuple[int, ...], str, str]] = []
+            tree, serial, unnamed_binary = bridge.plan_tree(canonical)
+            self.tree = self._annotate(tree, PlanNodes(canonical), unnamed_binary=unnamed_binary)
             #: What ``tree`` is a function of (the remembered plan, its files' identities and
             #: determinism), for memoizing work on it; None when not remembered.
             self.memo_key = None if serial is None else self._memo_key(serial)
@@ -129,10 +276,15 @@ class CapturedPlan:
                 if n.relation is not None
             ),
             tuple(n.path for n in self.tree.walk() if not n.deterministic),
+            tuple(self.subquery_inputs),
         )
 
-    def _annotate(self, tree: PlanNode, unnamed_binary: bool = False) -> PlanNode:
-        """Add what canonical JSON lacks: determinism and the identity of file relations.
+    def _annotate(
+        self, tree: PlanNode, canonical: PlanNodes, unnamed_binary: bool = False
+    ) -> PlanNode:
+        """Add what canonical JSON lacks: determinism and the identity of file relations,
+        those a subquery expression reads included (``canonical``: the canonicalized JVM
+        plan, whose expressions are in the JSON's order).
 
         A binary literal Criss did not name by content serialises as "[B@<identity hash>":
         the same bytes differ between runs and different bytes may collide, so an operator
@@ -150,9 +302,14 @@ class CapturedPlan:
         # QueryPlan.deterministic covers the children too: one call settles a deterministic plan.
         nondeterministic = set() if self.root.deterministic() else self._nondeterministic_paths()
 
+        # plan-level relations have no "class" in their args: these are in subqueries
+        nested = any(True for _ in _relation_dicts([n.args for n in tree.walk()]))
+
         def visit(node: PlanNode) -> PlanNode:
             children = tuple(visit(c) for c in node.children)
             binary = unnamed_binary and '"[B@' in json.dumps(node.args)
+            if nested and node.children and any(_relation_dicts(node.args)):
+                node = self._identify_subquery_inputs(node, canonical.at(node.path))
             return node.with_(
                 children=children,
                 deterministic=node.path not in nondeterministic,
@@ -163,6 +320,22 @@ class CapturedPlan:
             )
 
         return visit(tree)
+
+    def _identify_subquery_inputs(self, node: PlanNode, jnode: Any) -> PlanNode:
+        """``node`` with each file relation its subquery expressions read identified (key
+        and version of its files) in its args, so that a change of those files changes its
+        fingerprint; one that is not a file relation stays null (never cached)."""
+        args = copy.deepcopy(node.args)  # the tree may be a remembered one: never mutate it
+        holders = list(_relation_dicts(args))
+        relations = _subquery_relations(jnode)
+        if len(holders) != len(relations):
+            return node.with_(uncacheable="a subquery's inputs could not be identified")
+        for holder, relation in zip(holders, relations, strict=True):
+            identity = file_relation_identity(relation, self._refresh)
+            if identity is not None:
+                holder["relation"] = {"key": identity["key"], "version": identity["version"]}
+                self.subquery_inputs.append((node.path, identity["key"], identity["version"]))
+        return node.with_(args=args)
 
     def _nondeterministic_paths(self) -> set[tuple[int, ...]]:
         found: set[tuple[int, ...]] = set()

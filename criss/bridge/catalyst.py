@@ -88,7 +88,8 @@ class CatalystBridge:
         """The plain-Python tree of a canonicalized plan, the serial number it is remembered
         under (None if it is not), and whether it holds a binary literal Criss did not name
         (see RememberedTrees)."""
-        return self._trees.tree(canonical, self._blooms.names)
+        ansi = str(self.spark.conf.get("spark.sql.ansi.enabled", "false")).lower() == "true"
+        return self._trees.tree(canonical, self._blooms.names, ansi)
 
     def capture(self, df: DataFrame) -> CapturedPlan:
         """``df``'s optimized plan, captured (see CapturedPlan)."""
