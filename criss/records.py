@@ -66,6 +66,9 @@ class OperatorRecord:
     #: exchange-repartition, join-rewrite) and how many of its partitions were reused.
     entry: str | None = None
     rule: str | None = None
+    #: For a reuse across parameters: what was computed from the cached rows (see
+    #: criss.qtree.subsume.describe_derivation).
+    derivation: dict[str, Any] | None = None
     served: Served | None = None
     stats: OperatorStats | None = None
     #: The benefit model's value with disk bandwidth, where statistics exist.
@@ -89,6 +92,7 @@ class OperatorRecord:
             "looked_up": self.looked_up,
             "entry": self.entry,
             "rule": self.rule,
+            "derivation": self.derivation,
             "served": None if self.served is None else vars(self.served),
             "stats": None if self.stats is None else vars(self.stats),
             "benefit": self.benefit,
@@ -105,6 +109,7 @@ class OperatorRecord:
             looked_up=data.get("looked_up", True),
             entry=data.get("entry"),
             rule=data.get("rule"),
+            derivation=data.get("derivation"),
             served=Served(**data["served"]) if data.get("served") else None,
             stats=OperatorStats(**data["stats"]) if data.get("stats") else None,
             benefit=data.get("benefit"),

@@ -24,6 +24,7 @@ from typing import Any
 
 from criss.qtree.canonical import ALIAS, ATTRIBUTE, FLIPPED_COMPARISON, is_commutative
 from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.predicates import MIRRORED, Atom
 
 #: Operators a signature looks through (the rest are opaque inputs).
 ROW_OPERATORS = frozenset({"Project", "Filter", "Join"})
@@ -246,3 +247,272 @@ def _object_name(value: Any) -> str:
 
 def _digest(*parts: Any) -> str:
     return hashlib.sha256(repr(parts).encode()).hexdigest()[:24]
+
+
+# --- filters apart: the rows before them, and the conditions they apply ----------------------
+
+#: Catalyst's comparison classes and their operators.
+_COMPARISONS = {
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+    "EqualTo": "=",
+}
+_AND = "org.apache.spark.sql.catalyst.expressions.And"
+_MULTI = "org.apache.spark.sql.catalyst.expressions.MultiCommutativeOp"
+_LITERAL = "org.apache.spark.sql.catalyst.expressions.Literal"
+
+
+@dataclass(frozen=True)
+class FilteredSignature:
+    """The rows of a Project, Filter or Join as ``σ[atoms](base)``: ``base`` names the rows
+    with the filters that commute to the top taken out (those over inner joins, and over
+    the preserved side of semi, anti and outer joins), ``atoms`` their conjuncts over column
+    lineage; ``columns`` and ``inputs`` as in :class:`RowSignature`."""
+
+    base: str
+    columns: tuple[str, ...]
+    atoms: frozenset[Atom]
+    inputs: frozenset[str]
+
+
+_FILTERED: OrderedDict[str, FilteredSignature | None] = OrderedDict()
+
+
+def filtered_signature(node: PlanNode) -> FilteredSignature | None:
+    """``node``'s rows with its liftable filters apart (see :class:`FilteredSignature`), or
+    None where a row signature is (another operator, or one a signature cannot follow)."""
+    if node.op not in ROW_OPERATORS:
+        return None
+    try:
+        return _filtered(node)
+    except _Unsupported:
+        return None
+
+
+def _filtered(node: PlanNode) -> FilteredSignature:
+    if node.op not in ROW_OPERATORS:
+        opaque = _opaque(node)
+        return FilteredSignature(opaque.rows, opaque.columns, frozenset(), opaque.inputs)
+    known = _FILTERED.get(node.fingerprint, False) if node.fingerprint else False
+    if known is None:
+        raise _Unsupported(node.op)
+    if known is not False:
+        return known
+    try:
+        found = _filtered_operator(node)
+    except _Unsupported:
+        _keep(_FILTERED, node.fingerprint, None)
+        raise
+    _keep(_FILTERED, node.fingerprint, found)
+    return found
+
+
+def _keep(memo: OrderedDict, fingerprint: str, value: Any) -> None:
+    if fingerprint:
+        memo[fingerprint] = value
+        while len(memo) > _KNOWN_LIMIT:
+            memo.popitem(last=False)
+
+
+def _filtered_operator(node: PlanNode) -> FilteredSignature:
+    if node.op == "Join":
+        return _filtered_join(node)
+    if len(node.children) != 1:
+        raise _Unsupported(node.op)
+    child = _filtered(node.children[0])
+    if node.op == "Project":
+        columns = tuple(_column(e, child.columns) for e in node.args.get("projectList", []))
+        return FilteredSignature(child.base, columns, child.atoms, child.inputs)
+    atoms = condition_atoms(_expr(node.args.get("condition")), child.columns)
+    return FilteredSignature(child.base, child.columns, child.atoms | atoms, child.inputs)
+
+
+def _filtered_join(node: PlanNode) -> FilteredSignature:
+    kind = _object_name(node.args.get("joinType"))
+    shape = _join_shape(kind)
+    if shape is None or len(node.children) != 2:
+        raise _Unsupported(kind)
+    keep_left, keep_right, null_left, null_right = shape
+    # a side whose rows can be NULL-extended (or that only decides which rows stay) keeps
+    # its filters: filtering it before the join is not filtering the join's rows
+    lifts_left, lifts_right = not null_left, keep_right and not null_right
+    left, right = (
+        _filtered(child) if lifts else _exact(child)
+        for child, lifts in zip(node.children, (lifts_left, lifts_right), strict=True)
+    )
+    if left.inputs & right.inputs:
+        raise _Unsupported("one input read twice")
+    condition = node.args.get("condition")
+    condition_key = (
+        "" if condition is None else _key(_expr(condition), left.columns + right.columns)
+    )
+    sides = (left.base, right.base)
+    if kind.endswith(("Inner$", "Cross$")):
+        sides = tuple(sorted(sides))
+    columns = (_nullable(left.columns, null_left) if keep_left else ()) + (
+        _nullable(right.columns, null_right) if keep_right else ()
+    )
+    return FilteredSignature(
+        _digest("Join", kind, condition_key, *sides),
+        columns,
+        left.atoms | right.atoms,
+        left.inputs | right.inputs,
+    )
+
+
+def _exact(node: PlanNode) -> FilteredSignature:
+    """A join input whose filters stay in its rows."""
+    exact = _signature(node)
+    return FilteredSignature(_digest("exact", exact.rows), exact.columns, frozenset(), exact.inputs)
+
+
+def condition_atoms(condition: Expr, inputs: tuple[str, ...]) -> frozenset[Atom]:
+    """``condition``'s conjuncts as atoms over the lineage of its input's columns."""
+    return frozenset(_atom(conjunct, inputs) for conjunct in _conjuncts(condition))
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    if expr.cls == _AND or (expr.cls == _MULTI and dict(expr.fields).get("opCls") == _AND):
+        return [c for child in expr.children for c in _conjuncts(child)]
+    return [expr]
+
+
+def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
+    name = expr.cls.rsplit(".", 1)[-1]
+    kids = expr.children
+    if name in _COMPARISONS and len(kids) == 2:
+        op = _COMPARISONS[name]
+        if kids[0].cls == _LITERAL and kids[1].cls == ATTRIBUTE:
+            kids, op = kids[::-1], MIRRORED[op]
+        literal = _literal(kids[1]) if kids[0].cls == ATTRIBUTE else None
+        if literal is not None:
+            return Atom.compare(inputs[_ordinal(kids[0], inputs)], op, *literal)
+    elif name == "In" and kids and kids[0].cls == ATTRIBUTE:
+        literals = [_literal(k) for k in kids[1:]]
+        if literals and all(lit is not None for lit in literals):
+            types = {lit[0] for lit in literals}
+            if len(types) == 1:
+                column = inputs[_ordinal(kids[0], inputs)]
+                return Atom.one_of(column, types.pop(), [lit[1] for lit in literals])
+    elif name == "InSet" and len(kids) == 1 and kids[0].cls == ATTRIBUTE:
+        fields = dict(kids[0].fields)
+        values = dict(expr.fields).get("hset")
+        if (
+            isinstance(values, tuple)
+            and "null" not in values
+            and isinstance(fields.get("dataType"), str)
+        ):
+            return Atom.one_of(inputs[_ordinal(kids[0], inputs)], fields["dataType"], values)
+    elif name == "IsNotNull" and len(kids) == 1 and kids[0].cls == ATTRIBUTE:
+        return Atom.not_null(inputs[_ordinal(kids[0], inputs)])
+    return Atom.opaque(_key(expr, inputs))
+
+
+def _literal(expr: Expr) -> tuple[str, str] | None:
+    """(data type, value text) of a non-NULL literal of a simple type, else None."""
+    if expr.cls != _LITERAL:
+        return None
+    fields = dict(expr.fields)
+    value, data_type = fields.get("value"), fields.get("dataType")
+    if not isinstance(value, str) or not isinstance(data_type, str):
+        return None
+    return data_type, value
+
+
+# --- aggregates: grouping, and what each output computes ----------------------------------------
+
+
+@dataclass(frozen=True)
+class AggregateOutput:
+    """One output of an Aggregate: a grouping column (``group``, by lineage), an aggregate
+    function over one argument (``function`` Catalyst's short class name, ``argument`` the
+    canonical text of its input, ``distinct``), or another expression (``expression``).
+    ``text`` is the output's canonical text over the input's lineage: equal texts compute
+    the same value from the same groups."""
+
+    kind: str
+    text: str
+    function: str = ""
+    argument: str = ""
+    distinct: bool = False
+
+    def to_json(self) -> list[Any]:
+        return [self.kind, self.text, self.function, self.argument, self.distinct]
+
+    @classmethod
+    def from_json(cls, data: list[Any]) -> AggregateOutput:
+        return cls(*data)
+
+
+@dataclass(frozen=True)
+class AggregateSignature:
+    """An Aggregate as ``γ[grouping; outputs](σ[atoms](base))``."""
+
+    base: str
+    grouping: tuple[str, ...]
+    outputs: tuple[AggregateOutput, ...]
+    atoms: frozenset[Atom]
+
+
+_AGGREGATE_EXPRESSION = "org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression"
+
+
+def _unscaled_sum(expr: Expr) -> Expr | None:
+    """``x`` of ``MakeDecimal(sum(UnscaledValue(x)))``, Catalyst's exact sum of a decimal
+    of at most 8 digits, else None."""
+    if not expr.cls.endswith(".MakeDecimal") or len(expr.children) != 1:
+        return None
+    aggregate = expr.children[0]
+    if aggregate.cls != _AGGREGATE_EXPRESSION or len(aggregate.children) != 1:
+        return None
+    function = aggregate.children[0]
+    fields = dict(aggregate.fields)
+    if not function.cls.endswith(".Sum") or fields.get("isDistinct") is True:
+        return None
+    if len(function.children) != 1 or not function.children[0].cls.endswith(".UnscaledValue"):
+        return None
+    return function.children[0].children[0] if function.children[0].children else None
+
+
+def aggregate_signature(node: PlanNode) -> AggregateSignature | None:
+    """``node`` (an Aggregate) as grouping and outputs over its filtered input, or None."""
+    if node.op != "Aggregate" or len(node.children) != 1:
+        return None
+    try:
+        child = _filtered(node.children[0])
+        grouping = tuple(
+            _column(e, child.columns) for e in node.args.get("groupingExpressions", [])
+        )
+        outputs = tuple(
+            _aggregate_output(_expr(e), child.columns)
+            for e in node.args.get("aggregateExpressions", [])
+        )
+    except _Unsupported:
+        return None
+    return AggregateSignature(child.base, grouping, outputs, child.atoms)
+
+
+def _aggregate_output(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput:
+    if expr.cls == ALIAS and len(expr.children) == 1:
+        expr = expr.children[0]
+    if expr.cls == ATTRIBUTE:
+        return AggregateOutput("group", inputs[_ordinal(expr, inputs)])
+    text = _key(expr, inputs)
+    unscaled = _unscaled_sum(expr)
+    if unscaled is not None:  # Catalyst's DecimalAggregates: a short decimal summed as a long
+        return AggregateOutput("aggregate", text, "Sum", _key(unscaled, inputs))
+    if expr.cls == _AGGREGATE_EXPRESSION and len(expr.children) == 1:
+        fields = dict(expr.fields)
+        function = expr.children[0]
+        mode = _object_name(fields.get("mode"))
+        if mode.endswith("Complete$") and len(function.children) == 1 and "filter" not in fields:
+            return AggregateOutput(
+                "aggregate",
+                text,
+                function.cls.rsplit(".", 1)[-1],
+                _key(function.children[0], inputs),
+                fields.get("isDistinct") is True,
+            )
+    return AggregateOutput("expression", text)

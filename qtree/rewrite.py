@@ -15,6 +15,7 @@ from criss.qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
 from criss.qtree.fingerprint import operator_digest
 from criss.qtree.lineage import ROW_OPERATORS, row_signature
 from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.subsume import Derivation, Shape, best_derivation, subsumption_key
 
 
 def storable(node: PlanNode) -> bool:
@@ -122,13 +123,16 @@ class Reuse:
 
     ``rule`` says how: ``exact``, ``project-subset`` (read the cached wider Project and keep
     ``columns``, the cached output positions in the wanted order) or
-    ``exchange-repartition`` (read the cached repartitioned data and repartition it again).
+    ``exchange-repartition`` (read the cached repartitioned data and repartition it again),
+    or, across parameters, ``filter-subsumption`` and ``aggregate-rollup`` (compute it from
+    the cached rows as ``derivation`` says, see ``criss.qtree.subsume``).
     """
 
     path: tuple[int, ...]
     fingerprint: str
     rule: str = "exact"
     columns: tuple[int, ...] | None = None
+    derivation: Derivation | None = None
 
 
 # --- rewrite rules (paper §2.2): which near-misses can be served, and how -------------------------
@@ -200,14 +204,29 @@ def match_relative(node: PlanNode, relatives: list[Relative]) -> Reuse | None:
     return None
 
 
+def match_subsuming(node: PlanNode, subsumers: Callable[[str], list[tuple[str, Shape]]]):
+    """A Reuse serving ``node`` from a cached result under other filter parameters, or None."""
+    keyed = subsumption_key(node)
+    if keyed is None:
+        return None
+    key, shape = keyed
+    found = best_derivation(shape, [c for c in subsumers(key) if c[0] != node.fingerprint])
+    if found is None:
+        return None
+    fingerprint, derivation = found
+    return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation)
+
+
 def plan_reuse(
     root: PlanNode,
     is_cached: Callable[[str], bool],
     cached_relatives: Callable[[str], list[Relative]] = lambda key: [],
+    cached_subsumers: Callable[[str], list[tuple[str, Shape]]] = lambda key: [],
 ) -> list[Reuse]:
     """Top-down: the highest operators servable from the cache (none nested).
 
-    An exact match wins; otherwise a rewrite rule may serve the operator from a relative.
+    An exact match wins; otherwise a rewrite rule may serve the operator from a relative,
+    or a cached result under other filter parameters from which it can be computed.
     """
     found: list[Reuse] = []
 
@@ -218,6 +237,8 @@ def plan_reuse(
                 return
             key = relaxed_key(node)
             reuse = match_relative(node, cached_relatives(key)) if key else None
+            if reuse is None:
+                reuse = match_subsuming(node, cached_subsumers)
             if reuse is not None:
                 found.append(reuse)
                 return

@@ -20,7 +20,8 @@ import sqlite_utils
 
 from criss.errors import CatalogError
 from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key
+from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key, storable
+from criss.qtree.subsume import Shape, subsumption_key
 from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 SCHEMA_VERSION = "1"
@@ -174,15 +175,22 @@ class QTree:
             # the rewrite keys are refreshed too: a home written by an older Criss keyed
             # its operators differently, and would otherwise never serve them as relatives
             self.db.execute(
-                "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ? "
-                "where fingerprint = ?",
-                [now, relaxed_key(node), json.dumps(relaxed_columns(node)), node.fingerprint],
+                "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ?, "
+                "subsume_key = ?, shape = ? where fingerprint = ?",
+                [
+                    now,
+                    relaxed_key(node),
+                    json.dumps(relaxed_columns(node)),
+                    *_subsumption(node),
+                    node.fingerprint,
+                ],
             )
             return NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
         rel = node.relation or {}
         self.db.execute(
             "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, "
-            "rel_key, rel_version, relaxed_key, columns) values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?)",
+            "rel_key, rel_version, relaxed_key, columns, subsume_key, shape) "
+            "values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 node.fingerprint,
                 node.op,
@@ -193,6 +201,7 @@ class QTree:
                 rel.get("version"),
                 relaxed_key(node),
                 json.dumps(relaxed_columns(node)),
+                *_subsumption(node),
             ],
         )
         for position, child in enumerate(node.children):
@@ -225,6 +234,15 @@ class QTree:
             [key],
         )
         return [Relative(r["fingerprint"], tuple(json.loads(r["columns"] or "[]"))) for r in rows]
+
+    def subsumers(self, key: str) -> list[tuple[str, Shape]]:
+        """Operators sharing subsumption ``key`` (see :func:`qtree.subsume.subsumption_key`),
+        with their shapes, most recently used first."""
+        rows = self._rows(
+            "select fingerprint, shape from nodes where subsume_key = ? order by last_access desc",
+            [key],
+        )
+        return [(r["fingerprint"], Shape.loads(r["shape"])) for r in rows if r["shape"]]
 
     def usage(self, fingerprints: Iterable[str]) -> dict[str, tuple[int, float]]:
         """(ref, recency) of each known operator; recency counts from the QTree's start."""
@@ -455,3 +473,13 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
         nodes.add_column("relaxed_key", str)
         nodes.add_column("columns", str)
         nodes.create_index(["relaxed_key"])
+    if "subsume_key" not in nodes.columns_dict:
+        nodes.add_column("subsume_key", str)
+        nodes.add_column("shape", str)
+        nodes.create_index(["subsume_key"])
+
+
+def _subsumption(node: PlanNode) -> tuple[str | None, str | None]:
+    """(subsumption key, shape JSON) of an operator a cached result may stand in for."""
+    found = subsumption_key(node) if storable(node) else None
+    return (None, None) if found is None else (found[0], found[1].dumps())

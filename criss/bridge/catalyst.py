@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from criss.qtree.plan import PlanNode
     from criss.qtree.rewrite import SortKey
+    from criss.qtree.subsume import Derivation
 
 
 class CatalystBridge:
@@ -130,6 +131,20 @@ class CatalystBridge:
         return self._reads.cached_read_plan(
             original, key, files, schema_json, columns, order, table
         )
+
+    @jvm_errors("compute an operator from a cached result")
+    def derived_read_plan(
+        self,
+        original: Any,
+        key: str,
+        files: list[str],
+        schema_json: str,
+        derivation: Derivation,
+        table: Any = None,
+    ) -> Any:
+        """A plan computing ``original``'s rows from cached files as ``derivation`` says
+        (filter again, aggregate again), outputting ``original``'s attributes."""
+        return self._reads.derived_read_plan(original, key, files, schema_json, derivation, table)
 
     def forget_reads(self) -> None:
         self._reads.forget()

@@ -18,7 +18,9 @@ from criss.storage.tiers import local_file
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
+    from criss.qtree.predicates import Atom
     from criss.qtree.rewrite import SortKey
+    from criss.qtree.subsume import Derivation, DerivedColumn
 
 #: Parquet bytes of local-relation read plans kept for reuse (they hold their rows).
 LOCAL_PLANS_BYTES = 64 << 20
@@ -63,6 +65,61 @@ class ReadPlans:
             bridge.alias_as(new_attrs.apply(columns[i]), old_attrs.apply(i)) for i in range(n)
         ]
         return bridge.project(bridge.seq(aliases), read_plan)
+
+    def derived_read_plan(
+        self,
+        original: Any,
+        key: str,
+        files: list[str],
+        schema_json: str,
+        derivation: Derivation,
+        table: Any = None,
+    ) -> Any:
+        """See ``CatalystBridge.derived_read_plan``: the cached rows filtered by the
+        derivation's residual, aggregated again if it groups, each output cast to the type
+        of ``original``'s and aliased to its attribute."""
+        from pyspark.sql import functions as F
+
+        read = self.bridge.dataframe_of(self.read_plan(key, files, schema_json, (), table))
+        names = read.columns
+
+        def cached(position: int) -> Any:
+            return F.col(f"`{names[position]}`")
+
+        for residual in derivation.residual:
+            read = read.where(residual_condition(cached(residual.column), residual.atom))
+        wanted = original.output()
+        if wanted.size() != len(derivation.outputs):
+            raise BridgeError(
+                f"a derivation of {len(derivation.outputs)} columns cannot serve an operator "
+                f"of {wanted.size()}"
+            )
+        types = [spark_type(wanted.apply(i).dataType()) for i in range(wanted.size())]
+        if derivation.grouping is None:
+            outputs = [cached(o.columns[0]) for o in derivation.outputs]
+        else:
+            groups = [cached(p).alias(f"g{p}") for p in derivation.grouping]
+            aggregates = {
+                i: rolled_up(o, cached, read.schema).alias(f"a{i}")
+                for i, o in enumerate(derivation.outputs)
+                if o.how != "column"
+            }
+            read = (
+                read.groupBy(*groups).agg(*aggregates.values())
+                if aggregates
+                else (read.select(*groups).distinct())
+            )
+            outputs = [
+                F.col(f"a{i}") if i in aggregates else F.col(f"g{o.columns[0]}")
+                for i, o in enumerate(derivation.outputs)
+            ]
+        derived = read.select(
+            *(c.cast(t).alias(f"o{i}") for i, (c, t) in enumerate(zip(outputs, types, strict=True)))
+        )
+        plan = analyzed_plan(derived)
+        bridge, made = self.bridge, plan.output()
+        aliases = [bridge.alias_as(made.apply(i), wanted.apply(i)) for i in range(wanted.size())]
+        return bridge.project(bridge.seq(aliases), plan)
 
     def read_plan(
         self,
@@ -131,6 +188,74 @@ class ReadPlans:
 
     def forget(self) -> None:
         self._plans.clear()
+
+
+def spark_type(jvm_type: Any) -> Any:
+    """The PySpark DataType of a JVM one."""
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    return _parse_datatype_json_string(str(jvm_type.json()))
+
+
+def residual_condition(column: Any, atom: Atom) -> Any:
+    """``atom`` (a compare, in or notnull conjunct) as a condition on ``column``."""
+    if atom.kind == "notnull":
+        return column.isNotNull()
+    values = [literal(atom.data_type, v) for v in atom.values]
+    if atom.kind == "in":
+        return column.isin(values)
+    return {
+        "<": column < values[0],
+        "<=": column <= values[0],
+        ">": column > values[0],
+        ">=": column >= values[0],
+        "=": column == values[0],
+    }[atom.op]
+
+
+def literal(data_type: str, text: str) -> Any:
+    """A literal of Spark type ``data_type`` (its JSON name) from Catalyst's text of it."""
+    import datetime
+    from decimal import Decimal
+
+    from pyspark.sql import functions as F
+
+    from criss.qtree.predicates import FLOATING, INTEGRAL
+
+    if data_type in INTEGRAL:
+        return F.lit(int(text)).cast(data_type)
+    if data_type in FLOATING:
+        return F.lit(float(text)).cast(data_type)
+    if data_type.startswith("decimal("):
+        return F.lit(Decimal(text)).cast(data_type)
+    if data_type == "date":
+        return F.lit(datetime.date.fromisoformat(text))
+    if data_type == "string":
+        return F.lit(text)
+    raise BridgeError(f"no literal of type {data_type} for a residual filter")
+
+
+def rolled_up(output: DerivedColumn, cached: Any, schema: Any) -> Any:
+    """One aggregate of a roll-up from the cached partial aggregates (see DerivedColumn)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType
+
+    first = cached(output.columns[0])
+    if output.how == "sum":
+        return F.sum(first)
+    if output.how == "count":
+        return F.coalesce(F.sum(first), F.lit(0).cast("long"))
+    if output.how in ("min", "max"):
+        return getattr(F, output.how)(first)
+    if output.how == "avg":  # as Spark's Average: the sum, in its type, over the count
+        total_type = schema.fields[output.columns[0]].dataType
+        count = F.sum(cached(output.columns[1]))
+        if isinstance(total_type, DecimalType):
+            ratio = F.sum(first).cast(total_type) / count.cast(DecimalType(20, 0))
+        else:
+            ratio = F.sum(first).cast("double") / count.cast("double")
+        return F.when(count == 0, F.lit(None)).otherwise(ratio)
+    raise BridgeError(f"no roll-up for {output.how!r}")
 
 
 def local_dataframe(bridge: CatalystBridge, table: Any, schema: Any) -> Any:

@@ -16,6 +16,7 @@ from criss.policies.decisions import (
     QueryFacts,
     decide_caching,
 )
+from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
 
 if TYPE_CHECKING:
@@ -85,6 +86,11 @@ def operator_records(
                 looked_up=node.uncacheable is None,
                 entry=reuse.fingerprint if reuse else None,
                 rule=reuse.rule if reuse else None,
+                derivation=(
+                    describe_derivation(reuse.derivation)
+                    if reuse is not None and reuse.derivation is not None
+                    else None
+                ),
                 served=counts,
                 stats=None if stats is None else _stats(stats),
                 benefit=rules.benefit(stats) if stats is not None and stats.has_stats else None,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from criss.policies.decisions import describe
+from criss.qtree.subsume import derivation_text
 from criss.qtree.tree import EXECUTED_PLAN
 from criss.records import OperatorRecord, QueryRecord
 
@@ -66,6 +67,8 @@ def _operator_line(record: QueryRecord, d: OperatorRecord, labels: bool) -> str:
 def _state(record: QueryRecord, d: OperatorRecord) -> str:
     if d.reused:
         via = "" if d.rule == "exact" else f" via {d.rule}"
+        if d.derivation is not None:
+            via += f" ({derivation_text(d.derivation)})"
         return ("WOULD REUSE entry " if record.dry_run else "REUSED entry ") + d.reused[:12] + via
     if d.cached:
         verb = "WOULD CACHE as " if record.dry_run else "CACHED as "

@@ -20,6 +20,7 @@ from criss.qtree.rewrite import (
     storable,
     table_copy,
 )
+from criss.qtree.subsume import Shape
 from criss.qtree.tree import Observation
 from criss.storage.catalog import EntryRecord
 from criss.tables import table_rows
@@ -53,12 +54,18 @@ class CacheView:
         # a relative's plan is not in this query, so its missing partitions can't be rebuilt
         return [r for r in self.session.qtree.relatives(key) if self.complete(r.fingerprint)]
 
+    def cached_subsumers(self, key: str) -> list[tuple[str, Shape]]:
+        """Complete cached results sharing subsumption ``key``, smallest first (the fewest
+        rows to filter or aggregate again)."""
+        found = [s for s in self.session.qtree.subsumers(key) if self.complete(s[0])]
+        return sorted(found, key=lambda s: self.entries[s[0]].bytes)
+
     def reuses(self, tree: PlanNode) -> list[Reuse]:
         """The highest operators of ``tree`` the cache can serve (none nested)."""
         rewritten = self._rewritten_result(tree)
         if rewritten is not None:
             return [rewritten]
-        found = plan_reuse(tree, self.is_cached, self.cached_relatives)
+        found = plan_reuse(tree, self.is_cached, self.cached_relatives, self.cached_subsumers)
         if self.session.options.reuse_scope == "results":  # an exact-result cache
             wanted = result_node(tree).path
             found = [r for r in found if r.path == wanted and r.rule == "exact"]

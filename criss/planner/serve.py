@@ -54,6 +54,8 @@ def _serve_one(work: Workspace, view: CacheView, reuse: Reuse) -> Served | None:
         cached = work.read_plan(reuse.path, key)
         wanted = work.captured.node_at(reuse.path)
         work.replacements[reuse.path] = work.session.bridge.with_children(wanted, [cached])
+    elif reuse.derivation is not None:
+        work.place_derived(reuse.path, key, reuse.derivation)
     else:
         work.place_read(reuse.path, key, reuse.columns)
     return counts

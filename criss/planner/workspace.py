@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.bridge import CapturedPlan, PartitionedResult
 from criss.planner.match import Match
+from criss.qtree.subsume import Derivation
 from criss.records import QueryRecord
 from criss.storage.cache import PartitionCache, StoreResult
 from criss.storage.catalog import EntryRecord
@@ -101,6 +102,20 @@ class Workspace:
                 self.counters["results_ordered_on_driver"] += 1
                 return
         self.replacements[path] = self.read_plan(path, key, columns)
+
+    def place_derived(self, path: tuple[int, ...], key: str, derivation: Derivation) -> None:
+        """Serve the operator at ``path`` by computing it from ``key``'s cached rows (see
+        ``criss.qtree.subsume``)."""
+        with self.record.timed("read"):
+            source = self.sources[key]
+            self.replacements[path] = self.session.bridge.derived_read_plan(
+                self.captured.node_at(path),
+                key,
+                source.files,
+                source.schema_json,
+                derivation,
+                table=source.table,
+            )
 
     def read_plan(self, path, key, columns=None, order=()) -> Any | None:
         source = self.sources[key]

@@ -1,0 +1,279 @@
+"""Reuse across parameters: a cached result that still holds what a query asks for.
+
+Pure rules over signatures (``criss.qtree.lineage``), each answering with a
+:class:`Derivation`, the recipe the bridge turns into a plan over the cached rows:
+
+* **filter subsumption**: a cached ``σ[p](X)`` (a Project, Filter or Join over X) serves
+  ``σ[q](X)`` when ``q`` implies ``p``: the cached rows are filtered again by the conjuncts
+  of ``q`` the cache did not apply (the residual) and the wanted columns kept. The residual
+  must read only columns the cache holds.
+* **aggregate subsumption and roll-up**: a cached ``γ[G; A](σ[p](X))`` serves
+  ``γ[G'; A'](σ[q](X))`` when ``q`` implies ``p``, the residual reads only grouping columns
+  of ``G`` and ``G'`` is part of ``G``. With ``G' = G`` the cached groups are filtered (any
+  aggregate); with fewer grouping columns they are aggregated again, for aggregates that
+  decompose: sum, count, min, max, and avg from a cached sum and count of its argument.
+
+Operators are keyed by what stays when parameters change (:func:`subsumption_key`): the
+rows before the liftable filters, and for an Aggregate also that it aggregates them. The
+QTree stores each operator's :class:`Shape` under that key, so a query finds the cached
+results that might serve it with one lookup.
+
+>>> from criss.qtree.predicates import Atom
+>>> cached = Shape("rows", frozenset({Atom.compare("x", ">", "integer", "3")}), ("x", "y"))
+>>> wanted = Shape("rows", frozenset({Atom.compare("x", ">", "integer", "5")}), ("y",))
+>>> derive(wanted, cached).outputs
+(DerivedColumn(how='column', columns=(1,)),)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from criss.qtree.lineage import (
+    ROW_OPERATORS,
+    AggregateOutput,
+    aggregate_signature,
+    filtered_signature,
+)
+from criss.qtree.plan import PlanNode
+from criss.qtree.predicates import Atom, comparable, implies
+
+#: Rule names, as a Reuse, the query record and ``explain`` give them.
+FILTER_SUBSUMPTION = "filter-subsumption"
+AGGREGATE_ROLLUP = "aggregate-rollup"
+#: How a rolled-up aggregate is computed from the cached one's outputs.
+ROLLUPS = {"Sum": "sum", "Count": "count", "Min": "min", "Max": "max"}
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a subsumption rule compares: ``rows`` (a Project, Filter or Join: the lineage
+    of each output column) or ``aggregate`` (its grouping and outputs), and the conjuncts
+    of the filters applied to the rows below."""
+
+    kind: str
+    atoms: frozenset[Atom]
+    columns: tuple[str, ...] = ()
+    grouping: tuple[str, ...] = ()
+    outputs: tuple[AggregateOutput, ...] = ()
+
+    def dumps(self) -> str:
+        return json.dumps(
+            {
+                "kind": self.kind,
+                "atoms": sorted(a.to_json() for a in self.atoms),
+                "columns": list(self.columns),
+                "grouping": list(self.grouping),
+                "outputs": [o.to_json() for o in self.outputs],
+            }
+        )
+
+    @classmethod
+    def loads(cls, text: str) -> Shape:
+        data = json.loads(text)
+        return cls(
+            data["kind"],
+            frozenset(Atom.from_json(a) for a in data["atoms"]),
+            tuple(data["columns"]),
+            tuple(data["grouping"]),
+            tuple(AggregateOutput.from_json(o) for o in data["outputs"]),
+        )
+
+
+def subsumption_key(node: PlanNode) -> tuple[str, Shape] | None:
+    """The key ``node`` shares with every operator computing the same thing from the same
+    rows under other filter parameters, and its shape; None for other operators."""
+    if node.op in ROW_OPERATORS:
+        rows = filtered_signature(node)
+        if rows is None:
+            return None
+        return "rows:" + rows.base, Shape("rows", rows.atoms, columns=rows.columns)
+    aggregate = aggregate_signature(node)
+    if aggregate is None:
+        return None
+    shape = Shape(
+        "aggregate", aggregate.atoms, grouping=aggregate.grouping, outputs=aggregate.outputs
+    )
+    return "aggregate:" + aggregate.base, shape
+
+
+@dataclass(frozen=True)
+class Residual:
+    """A conjunct the cached rows still have to satisfy, on cached column ``column``."""
+
+    atom: Atom
+    column: int
+
+
+@dataclass(frozen=True)
+class DerivedColumn:
+    """One wanted output from the cached columns: ``column`` as it is, or (a roll-up)
+    ``sum``, ``count`` (a sum of counts, 0 when there are none), ``min``, ``max`` of one,
+    or ``avg`` from a cached sum and count."""
+
+    how: str
+    columns: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """How to compute a wanted operator from a cached result: keep the cached rows that
+    satisfy ``residual``, group them by ``grouping`` (positions; None: no aggregation),
+    and compute each of ``outputs``."""
+
+    rule: str
+    residual: tuple[Residual, ...]
+    grouping: tuple[int, ...] | None
+    outputs: tuple[DerivedColumn, ...]
+
+
+def derive(wanted: Shape, cached: Shape) -> Derivation | None:
+    """How ``cached`` (same key) serves ``wanted``, or None if it cannot."""
+    if wanted.kind != cached.kind or not implies(wanted.atoms, cached.atoms):
+        return None
+    if wanted.kind == "rows":
+        return _derive_rows(wanted, cached)
+    return _derive_aggregate(wanted, cached)
+
+
+def _positions(columns: tuple[str, ...]) -> dict[str, int]:
+    return {key: i for i, key in reversed(list(enumerate(columns)))}
+
+
+def _derive_rows(wanted: Shape, cached: Shape) -> Derivation | None:
+    available = _positions(cached.columns)
+    residual = _residual_of(wanted, cached, available)
+    if residual is None or any(c not in available for c in wanted.columns):
+        return None
+    outputs = tuple(DerivedColumn("column", (available[c],)) for c in wanted.columns)
+    return Derivation(FILTER_SUBSUMPTION, residual, None, outputs)
+
+
+def _residual_of(
+    wanted: Shape, cached: Shape, available: dict[str, int]
+) -> tuple[Residual, ...] | None:
+    """The conjuncts of ``wanted`` that ``cached`` did not apply, on ``available`` columns
+    (an identical conjunct holds for every cached row already)."""
+    residual = []
+    for atom in sorted(wanted.atoms - cached.atoms, key=lambda a: a.to_json()):
+        if atom.kind == "opaque" or atom.column not in available:
+            return None
+        if atom.kind != "notnull" and not comparable(atom.data_type):
+            return None  # no literal of its type to filter with
+        residual.append(Residual(atom, available[atom.column]))
+    return tuple(residual)
+
+
+def _derive_aggregate(wanted: Shape, cached: Shape) -> Derivation | None:
+    groups = {o.text: i for i, o in reversed(list(enumerate(cached.outputs))) if o.kind == "group"}
+    grouped = {key: groups[key] for key in cached.grouping if key in groups}
+    residual = _residual_of(wanted, cached, grouped)
+    if residual is None or any(key not in grouped for key in wanted.grouping):
+        return None
+    if set(wanted.grouping) == set(cached.grouping):  # the same groups: only filtered
+        texts = {o.text: i for i, o in reversed(list(enumerate(cached.outputs)))}
+        if any(o.text not in texts for o in wanted.outputs):
+            return None
+        outputs = tuple(DerivedColumn("column", (texts[o.text],)) for o in wanted.outputs)
+        return Derivation(FILTER_SUBSUMPTION, residual, None, outputs)
+    derived = []
+    for output in wanted.outputs:
+        column = _rolled_up(output, grouped, cached.outputs)
+        if column is None:
+            return None
+        derived.append(column)
+    grouping = tuple(grouped[key] for key in wanted.grouping)
+    return Derivation(AGGREGATE_ROLLUP, residual, grouping, tuple(derived))
+
+
+def _rolled_up(
+    output: AggregateOutput, grouped: dict[str, int], cached: tuple[AggregateOutput, ...]
+) -> DerivedColumn | None:
+    if output.kind == "group":
+        return DerivedColumn("column", (grouped[output.text],)) if output.text in grouped else None
+    if output.kind != "aggregate" or (output.distinct and output.function not in ("Min", "Max")):
+        return None
+
+    def partial(function: str) -> int | None:
+        return next(
+            (
+                i
+                for i, o in enumerate(cached)
+                if o.kind == "aggregate"
+                and o.function == function
+                and o.argument == output.argument
+                and not o.distinct
+            ),
+            None,
+        )
+
+    if output.function in ROLLUPS:
+        position = partial(output.function)
+        return None if position is None else DerivedColumn(ROLLUPS[output.function], (position,))
+    if output.function == "Average":
+        total, count = partial("Sum"), partial("Count")
+        if total is not None and count is not None:
+            return DerivedColumn("avg", (total, count))
+    return None
+
+
+def best_derivation(
+    wanted: Shape, candidates: list[tuple[str, Shape]]
+) -> tuple[str, Derivation] | None:
+    """The first candidate (fingerprint, shape) that can serve ``wanted``, and how;
+    callers order candidates best first (e.g. smallest cached result)."""
+    for fingerprint, shape in candidates:
+        derivation = derive(wanted, shape)
+        if derivation is not None:
+            return fingerprint, derivation
+    return None
+
+
+def describe_derivation(derivation: Derivation) -> dict[str, Any]:
+    """The derivation as plain data for the query record (``explain`` renders it with
+    :func:`derivation_text`)."""
+    return {
+        "residual": [
+            [
+                r.column,
+                "is not null" if r.atom.kind == "notnull" else r.atom.op,
+                list(r.atom.values),
+            ]
+            for r in derivation.residual
+        ],
+        "grouping": None if derivation.grouping is None else list(derivation.grouping),
+        "outputs": [[o.how, list(o.columns)] for o in derivation.outputs],
+    }
+
+
+def derivation_text(data: dict[str, Any]) -> str:
+    """``where c0 >= 2; group by c1; sum(c2), count(c3)``: what was computed from the
+    cached columns (``cN`` is the entry's column N)."""
+    parts = []
+    conditions = [
+        f"c{column} {op}"
+        + (
+            ""
+            if not values
+            else " " + (values[0] if len(values) == 1 else f"({', '.join(values)})")
+        )
+        for column, op, values in data.get("residual", [])
+    ]
+    if conditions:
+        parts.append("where " + " and ".join(conditions))
+    if data.get("grouping") is not None:
+        parts.append(
+            "group by " + ", ".join(f"c{p}" for p in data["grouping"])
+            if data["grouping"]
+            else "one group"
+        )
+        rolled = [
+            f"{how}({', '.join(f'c{c}' for c in cols)})"
+            for how, cols in data.get("outputs", [])
+            if how != "column"
+        ]
+        if rolled:
+            parts.append(", ".join(rolled))
+    return "; ".join(parts) or "the cached rows as they are"

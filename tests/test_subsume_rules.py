@@ -1,0 +1,146 @@
+"""Filtered signatures and subsumption derivations on hand-built plans and shapes (no Spark).
+
+The end-to-end proofs on real Spark, rows compared with plain Spark's, are in
+``test_subsumption.py``; these pin which filters may move to the top of a join and what a
+derivation computes from which cached columns.
+"""
+
+from __future__ import annotations
+
+from test_canonical_rules import (
+    INNER,
+    LEFT_OUTER,
+    attr,
+    binary,
+    canonical,
+    filter_,
+    join,
+    lit,
+    project,
+    relation,
+)
+
+from criss.qtree.lineage import AggregateOutput, filtered_signature
+from criss.qtree.predicates import Atom
+from criss.qtree.subsume import AGGREGATE_ROLLUP, FILTER_SUBSUMPTION, Shape, derive
+
+LEFT_SEMI = {"object": "org.apache.spark.sql.catalyst.plans.LeftSemi$"}
+
+
+def above(value: int, position: int = 0) -> list:
+    return binary("GreaterThan", attr(position), lit(value))
+
+
+def joined(left_filter: int | None, right_filter: int | None, kind: dict = INNER):
+    left, right = relation("a", 2), relation("b", 2)
+    if left_filter is not None:
+        left = filter_(left, above(left_filter))
+    if right_filter is not None:
+        right = filter_(right, above(right_filter))
+    return canonical(project(join(left, right, binary("EqualTo", attr(0), attr(2)), kind), attr(1)))
+
+
+def test_filters_under_an_inner_join_move_to_its_top():
+    plain, left, right = (
+        filtered_signature(joined(*f)) for f in ((None, None), (5, None), (None, 7))
+    )
+    assert plain.base == left.base == right.base
+    assert not plain.atoms and left.atoms != right.atoms
+    (atom,) = [a for a in left.atoms if a.kind == "compare"]
+    assert (atom.op, atom.values) == (">", ("5",))
+
+
+def test_a_filter_on_the_side_an_outer_or_semi_join_does_not_keep_stays_in_the_rows():
+    for kind in (LEFT_OUTER, LEFT_SEMI):
+        plain, preserved, other = (
+            filtered_signature(joined(*f, kind=kind)) for f in ((None, None), (5, None), (None, 7))
+        )
+        assert plain.base == preserved.base and preserved.atoms
+        assert other.base != plain.base and not other.atoms
+
+
+def cmp(column: str, op: str, value: int) -> Atom:
+    return Atom.compare(column, op, "integer", str(value))
+
+
+def group(column: str) -> AggregateOutput:
+    return AggregateOutput("group", column)
+
+
+def aggregate(function: str, argument: str, distinct: bool = False) -> AggregateOutput:
+    return AggregateOutput("aggregate", f"{function}({argument})", function, argument, distinct)
+
+
+CACHED_GROUPS = Shape(
+    "aggregate",
+    frozenset({cmp("g", ">=", 1)}),
+    grouping=("g", "h"),
+    outputs=(
+        group("g"),
+        group("h"),
+        aggregate("Sum", "x"),
+        aggregate("Count", "x"),
+        aggregate("Min", "x"),
+        aggregate("Count", "v", distinct=True),
+    ),
+)
+
+
+G_FROM_2 = (cmp("g", ">=", 2),)
+
+
+def wanted_groups(grouping, outputs, atoms=G_FROM_2) -> Shape:
+    return Shape("aggregate", frozenset(atoms), grouping=grouping, outputs=tuple(outputs))
+
+
+def test_the_same_groups_are_filtered_on_a_grouping_column_whatever_they_aggregate():
+    wanted = wanted_groups(("h", "g"), [group("h"), aggregate("Count", "v", distinct=True)])
+    derivation = derive(wanted, CACHED_GROUPS)
+    assert derivation.rule == FILTER_SUBSUMPTION and derivation.grouping is None
+    assert [(r.atom.op, r.column) for r in derivation.residual] == [(">=", 0)]
+    assert [o.columns for o in derivation.outputs] == [(1,), (5,)]
+
+
+def test_fewer_groups_roll_up_decomposable_aggregates_only():
+    outputs = [group("h"), aggregate("Sum", "x"), aggregate("Count", "x"), aggregate("Min", "x")]
+    derivation = derive(wanted_groups(("h",), outputs), CACHED_GROUPS)
+    assert derivation.rule == AGGREGATE_ROLLUP and derivation.grouping == (1,)
+    assert [(o.how, o.columns) for o in derivation.outputs] == [
+        ("column", (1,)),
+        ("sum", (2,)),
+        ("count", (3,)),
+        ("min", (4,)),
+    ]
+    # an average needs a cached sum and count of its argument; a distinct count cannot add up
+    assert (
+        derive(wanted_groups(("h",), [aggregate("Average", "x")]), CACHED_GROUPS).outputs[0].how
+        == "avg"
+    )
+    assert derive(wanted_groups(("h",), [aggregate("Average", "y")]), CACHED_GROUPS) is None
+    assert derive(wanted_groups(("h",), [aggregate("Count", "v", True)]), CACHED_GROUPS) is None
+
+
+def test_a_residual_must_be_on_cached_grouping_columns_and_implied():
+    outputs = [group("h"), aggregate("Sum", "x")]
+    assert derive(wanted_groups(("h",), outputs, [cmp("x", ">", 3)]), CACHED_GROUPS) is None
+    assert derive(wanted_groups(("h",), outputs, [cmp("g", ">=", 0)]), CACHED_GROUPS) is None
+    assert derive(wanted_groups(("h", "k"), outputs), CACHED_GROUPS) is None
+
+
+def test_rows_need_every_wanted_and_residual_column_in_the_cache():
+    cached = Shape("rows", frozenset({cmp("x", ">", 3)}), columns=("x", "y"))
+    served = derive(Shape("rows", frozenset({cmp("x", ">", 5)}), columns=("y",)), cached)
+    assert served.rule == FILTER_SUBSUMPTION and served.residual[0].column == 0
+    assert derive(Shape("rows", frozenset({cmp("x", ">", 5)}), columns=("z",)), cached) is None
+    narrow = Shape("rows", frozenset({cmp("x", ">", 3)}), columns=("y",))
+    assert derive(Shape("rows", frozenset({cmp("x", ">", 5)}), columns=("y",)), narrow) is None
+    opaque = Shape("rows", frozenset({cmp("x", ">", 3), Atom.opaque("like")}), columns=("x", "y"))
+    assert derive(opaque, cached) is None
+    # the same conjunct the cache applied needs no column: it holds for every cached row
+    assert (
+        derive(Shape("rows", frozenset({cmp("x", ">", 3)}), columns=("y",)), narrow).residual == ()
+    )
+
+
+def test_shapes_round_trip_through_json():
+    assert Shape.loads(CACHED_GROUPS.dumps()) == CACHED_GROUPS

@@ -1,0 +1,232 @@
+"""Reuse across parameters on real Spark: filter subsumption and aggregate roll-up.
+
+Each case runs a query through Criss (its result is cached), then another that the cached
+result subsumes, and compares the second's rows with plain Spark's; counters prove which
+rule served it. The table holds NULLs, NaN, boundary values, dates, decimals and strings.
+"""
+
+from __future__ import annotations
+
+import datetime
+from decimal import Decimal
+
+import pytest
+from rowcompare import assert_same_rows
+
+import criss
+from criss.qtree.subsume import AGGREGATE_ROLLUP, FILTER_SUBSUMPTION
+
+pytestmark = pytest.mark.spark
+
+NAN = float("nan")
+
+
+@pytest.fixture(scope="module")
+def params_table(spark, tmp_path_factory):
+    """t(x int, s string, d date, f double, m decimal(15,2), g int, h string, v int, k
+    decimal(6,2)); Catalyst sums ``k`` as a long of its unscaled values."""
+    rows = []
+    for i in range(60):
+        rows.append(
+            (
+                None if i % 13 == 0 else i % 20,
+                None if i % 11 == 0 else "abcdefghijklmn"[i % 14],
+                datetime.date(2020, 1, 1) + datetime.timedelta(days=i % 31),
+                NAN if i % 17 == 0 else (None if i % 19 == 0 else i / 7 - 3),
+                Decimal(i * 37 % 1000) / 100,
+                i % 5,
+                None if i % 23 == 0 else "pq"[i % 2],
+                i % 9,
+                None if i % 7 == 0 else Decimal(i * 13 % 500) / 100,
+            )
+        )
+    path = str(tmp_path_factory.mktemp("params") / "t")
+    schema = (
+        "x int, s string, d date, f double, m decimal(15,2), g int, h string, v int, k decimal(6,2)"
+    )
+    spark.createDataFrame(rows, schema).coalesce(1).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("params_t")
+    return "params_t"
+
+
+@pytest.fixture
+def cs(spark, params_table, tmp_path):
+    session = criss.session(spark, home=str(tmp_path / "home"))
+    yield session
+    session.close()
+
+
+def _through(cs, spark, sql):
+    rows = cs.sql(sql).collect()
+    assert_same_rows(rows, spark.sql(sql).collect())
+    return rows, cs.last_query_summary()
+
+
+def _rule_count(summary, rule):
+    return summary.get(f"rewrites_{rule.replace('-', '_')}", 0)
+
+
+IN12 = ", ".join(f"'{c}'" for c in "abcdefghijkl")
+IN11 = ", ".join(f"'{c}'" for c in "abcdefghijk")
+SERVED = [
+    # (name, cached query, query it serves, rule)
+    (
+        "narrower range",
+        "select x, s from params_t where x > 3",
+        "select x, s from params_t where x > 5",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "open from closed bound",
+        "select x, s from params_t where x >= 3",
+        "select s from params_t where x > 3",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "range inside a range",
+        "select x, d from params_t where x between 2 and 15",
+        "select d, x from params_t where x > 4 and x <= 15",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "IN subset",
+        "select s, x from params_t where s in ('a', 'b', 'c')",
+        "select s, x from params_t where s in ('c', 'a')",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "IN over ten literals",
+        f"select s, x from params_t where s in ({IN12})",
+        f"select s from params_t where s in ({IN11})",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "an added conjunct",
+        "select x, d, s from params_t where x > 3",
+        "select x, s from params_t where x > 3 and d >= date '2020-01-12'",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "NaN above every double",
+        "select f, x from params_t where f > 1.0",
+        "select f, x from params_t where f > 2.5",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "an empty result",
+        "select x, s from params_t where x > 3",
+        "select x, s from params_t where x > 1000",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "decimals and dates",
+        "select m, d from params_t where m >= 1.5 and d < date '2020-01-25'",
+        "select m from params_t where m > 2.25 and d <= date '2020-01-10'",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "same groups, filter on a grouping column",
+        "select g, h, count(distinct v) n, avg(f) a from params_t where g >= 1 group by g, h",
+        "select g, h, count(distinct v) n, avg(f) a from params_t where g >= 3 group by g, h",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "roll-up to fewer groups",
+        "select g, h, sum(x) sx, count(*) c, count(x) cx, min(m) mn, max(d) mx, sum(m) sm, "
+        "count(m) cm, avg(m) am, sum(k) sk, sum(f) sf, count(f) cf from params_t "
+        "where g >= 1 group by g, h",
+        "select h, sum(x) sx, count(*) c, count(x) cx, min(m) mn, max(d) mx, avg(m) am, "
+        "sum(k) sk, avg(f) af from params_t where g >= 2 group by h",
+        AGGREGATE_ROLLUP,
+    ),
+    (
+        "roll-up to one empty group",
+        "select g, h, sum(x) sx, count(*) c, count(x) cx, max(m) mx from params_t "
+        "where g >= 1 group by g, h",
+        "select sum(x) sx, count(*) c, count(x) cx, max(m) mx from params_t where g > 7",
+        AGGREGATE_ROLLUP,
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "cached", "wanted", "rule"), SERVED, ids=[c[0] for c in SERVED])
+def test_a_cached_result_under_other_parameters_serves_the_query(
+    cs, spark, name, cached, wanted, rule
+):
+    _through(cs, spark, cached)
+    assert cs.last_query_summary().get("operators_cached", 0) >= 1
+    rows, summary = _through(cs, spark, wanted)
+    assert _rule_count(summary, rule) == 1, cs.explain(cs.sql(wanted))
+    assert f"via {rule}" in cs.explain(cs.sql(wanted))
+
+
+NOT_SERVED = [
+    (
+        "wider range",
+        "select x, s from params_t where x > 5",
+        "select x, s from params_t where x > 3",
+    ),
+    (
+        "closed from open bound",
+        "select x, s from params_t where x > 3",
+        "select x, s from params_t where x >= 3",
+    ),
+    (
+        "a column the cache lacks",
+        "select x from params_t where x > 3",
+        "select x, s from params_t where x > 5",
+    ),
+    (
+        "a residual on a column the cache lacks",
+        "select s from params_t where x > 3",
+        "select s from params_t where x > 5",
+    ),
+    (
+        "a residual it cannot apply",
+        "select x, s from params_t where x > 3",
+        "select x, s from params_t where x > 3 and s like 'a%'",
+    ),
+    (
+        "count distinct to fewer groups",
+        "select g, h, count(distinct v) n from params_t group by g, h",
+        "select h, count(distinct v) n from params_t group by h",
+    ),
+    (
+        "a filter on a column the groups hide",
+        "select g, sum(x) sx from params_t where v > 2 group by g",
+        "select g, sum(x) sx from params_t where v > 4 group by g",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "cached", "wanted"), NOT_SERVED, ids=[c[0] for c in NOT_SERVED])
+def test_a_cached_result_that_does_not_hold_the_answer_is_not_used(cs, spark, name, cached, wanted):
+    _through(cs, spark, cached)
+    _, summary = _through(cs, spark, wanted)
+    assert _rule_count(summary, FILTER_SUBSUMPTION) == _rule_count(summary, AGGREGATE_ROLLUP) == 0
+
+
+def test_a_tpch_aggregate_rolls_up_across_parameters(tpch, tmp_path):
+    """Q1's measures by ship date serve Q1 itself under other DELTAs."""
+    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    by_day = (
+        "select l_returnflag, l_linestatus, l_shipdate, sum(l_quantity) sum_qty, "
+        "sum(l_extendedprice) sum_base_price, "
+        "sum(l_extendedprice * (1 - l_discount)) sum_disc_price, "
+        "count(l_quantity) n_qty, count(l_extendedprice) n_price, count(l_discount) n_disc, "
+        "sum(l_discount) sum_disc, count(*) count_order "
+        "from lineitem where l_shipdate <= date '1998-11-01' group by 1, 2, 3"
+    )
+    _through(cs, tpch, by_day)
+    for delta in (60, 90, 117):
+        q1 = (
+            "select l_returnflag, l_linestatus, sum(l_quantity) sum_qty, "
+            "sum(l_extendedprice) sum_base_price, "
+            "sum(l_extendedprice * (1 - l_discount)) sum_disc_price, avg(l_quantity) avg_qty, "
+            "avg(l_extendedprice) avg_price, avg(l_discount) avg_disc, count(*) count_order "
+            f"from lineitem where l_shipdate <= date '1998-12-01' - interval '{delta}' day "
+            "group by 1, 2"
+        )
+        _, summary = _through(cs, tpch, q1)
+        assert _rule_count(summary, AGGREGATE_ROLLUP) == 1, cs.explain(cs.sql(q1))
+    cs.close()
