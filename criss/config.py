@@ -104,6 +104,9 @@ class CrissOptions:
     policy: str = "criss"
     #: Cache a query's final result the first time it is seen (before any statistics).
     eager_results: bool = True
+    #: An aggregate seen again under other filter parameters is computed once grouped by
+    #: the filtered columns too, and each of its queries rolled up from that (planner.lift).
+    lift_aggregates: bool = True
     #: Cache what is chosen as the user's own action runs (a write-through step in the plan
     #: handed out), instead of a materialization job inside ``cs.sql()``. Off by default:
     #: the step's trip through a Python worker measured 1.08-1.60x a first occurrence's time
@@ -220,6 +223,7 @@ class CrissOptions:
             out["home"] = Path(out["home"]).expanduser()
         for name in (
             "eager_results",
+            "lift_aggregates",
             "write_through",
             "cache_in_action",
             "enabled",

@@ -185,6 +185,16 @@ def output_width(node: PlanNode) -> int | None:
     return None
 
 
+def join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
+    """Which inputs' columns a join of ``kind`` outputs, and which may be NULL-extended."""
+    return _join_shape(kind)
+
+
+def object_name(value: Any) -> str:
+    """The Scala object a canonical argument names (``...Inner$``)."""
+    return _object_name(value)
+
+
 def _join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
     return next((shape for name, shape in _JOIN_OUTPUT.items() if kind.endswith(name)), None)
 
@@ -329,25 +339,42 @@ def _filtered_operator(node: PlanNode) -> FilteredSignature:
     return FilteredSignature(child.base, child.columns, child.atoms | atoms, child.inputs)
 
 
+#: Join types whose rows from a side are only those matching the other side's: a NULL
+#: join key there never matches, so IS NOT NULL on it removes no row of the join.
+_MATCHED_ONLY = {
+    "Inner$": (True, True),
+    "Cross$": (True, True),
+    "LeftSemi$": (True, True),
+    "LeftAnti$": (False, True),
+    "LeftOuter$": (False, True),
+    "RightOuter$": (True, False),
+}
+
+
 def _filtered_join(node: PlanNode) -> FilteredSignature:
     kind = _object_name(node.args.get("joinType"))
     shape = _join_shape(kind)
     if shape is None or len(node.children) != 2:
         raise _Unsupported(kind)
     keep_left, keep_right, null_left, null_right = shape
-    # a side whose rows can be NULL-extended (or that only decides which rows stay) keeps
-    # its filters: filtering it before the join is not filtering the join's rows
-    lifts_left, lifts_right = not null_left, keep_right and not null_right
-    left, right = (
-        _filtered(child) if lifts else _exact(child)
-        for child, lifts in zip(node.children, (lifts_left, lifts_right), strict=True)
-    )
+    left, right = (_filtered(child) for child in node.children)
     if left.inputs & right.inputs:
         raise _Unsupported("one input read twice")
     condition = node.args.get("condition")
-    condition_key = (
-        "" if condition is None else _key(_expr(condition), left.columns + right.columns)
+    inputs = left.columns + right.columns
+    condition_key = "" if condition is None else _key(_expr(condition), inputs)
+    keys = _equi_join_columns(condition, inputs)
+    matched = next((m for name, m in _MATCHED_ONLY.items() if kind.endswith(name)), (False, False))
+    left, right = (
+        _without_key_checks(side, keys) if only else side
+        for side, only in zip((left, right), matched, strict=True)
     )
+    # a side whose rows can be NULL-extended (or that only decides which rows stay) keeps
+    # its filters: filtering it before the join is not filtering the join's rows
+    if null_left:
+        left = _exact(left)
+    if not keep_right or null_right:
+        right = _exact(right)
     sides = (left.base, right.base)
     if kind.endswith(("Inner$", "Cross$")):
         sides = tuple(sorted(sides))
@@ -362,10 +389,31 @@ def _filtered_join(node: PlanNode) -> FilteredSignature:
     )
 
 
-def _exact(node: PlanNode) -> FilteredSignature:
-    """A join input whose filters stay in its rows."""
-    exact = _signature(node)
-    return FilteredSignature(_digest("exact", exact.rows), exact.columns, frozenset(), exact.inputs)
+def _equi_join_columns(condition: Any, inputs: tuple[str, ...]) -> frozenset[str]:
+    """The columns (lineage) ``condition`` compares with ``=`` to another column."""
+    if not isinstance(condition, Expr):
+        return frozenset()
+    found = set()
+    for conjunct in _conjuncts(condition):
+        kids = conjunct.children
+        if conjunct.cls.endswith(".EqualTo") and all(k.cls == ATTRIBUTE for k in kids):
+            found.update(inputs[_ordinal(k, inputs)] for k in kids)
+    return frozenset(found)
+
+
+def _without_key_checks(side: FilteredSignature, keys: frozenset[str]) -> FilteredSignature:
+    """``side`` without its IS NOT NULL conditions on join keys (Catalyst infers them, or
+    not, depending on the rest of the plan: they do not change the join's rows)."""
+    atoms = frozenset(a for a in side.atoms if not (a.kind == "notnull" and a.column in keys))
+    return FilteredSignature(side.base, side.columns, atoms, side.inputs)
+
+
+def _exact(side: FilteredSignature) -> FilteredSignature:
+    """A join input whose filters stay in its rows: they name them with its base."""
+    text = sorted(a.to_json() for a in side.atoms)
+    return FilteredSignature(
+        _digest("exact", side.base, text), side.columns, frozenset(), side.inputs
+    )
 
 
 def condition_atoms(condition: Expr, inputs: tuple[str, ...]) -> frozenset[Atom]:
@@ -516,3 +564,11 @@ def _aggregate_output(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput:
                 fields.get("isDistinct") is True,
             )
     return AggregateOutput("expression", text)
+
+
+def output_lineage(node: PlanNode) -> tuple[str, ...] | None:
+    """The lineage of each output column of ``node``, or None where it cannot be followed."""
+    try:
+        return _filtered(node).columns
+    except _Unsupported:
+        return None

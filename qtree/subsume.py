@@ -35,7 +35,11 @@ from criss.qtree.lineage import (
     ROW_OPERATORS,
     AggregateOutput,
     aggregate_signature,
+    condition_atoms,
     filtered_signature,
+    join_shape,
+    object_name,
+    output_lineage,
 )
 from criss.qtree.plan import PlanNode
 from criss.qtree.predicates import Atom, comparable, implies
@@ -277,3 +281,85 @@ def derivation_text(data: dict[str, Any]) -> str:
         if rolled:
             parts.append(", ".join(rolled))
     return "; ".join(parts) or "the cached rows as they are"
+
+
+# --- lifting: an aggregate at a finer grain, so that its parameters become a roll-up ------------
+
+#: Aggregates a lifted aggregate can stand in for (Average through a sum and a count).
+LIFTABLE_FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max", "Average"})
+
+
+def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
+    """The columns (lineage) ``shape``'s parameters filter on (ranges and IN lists), to be
+    grouped by instead, or None when the aggregate cannot be lifted: no such condition on a
+    column it does not group by already, or an output that does not decompose."""
+    if shape.kind != "aggregate":
+        return None
+    if any(
+        o.kind == "expression"
+        or (o.kind == "aggregate" and (o.distinct or o.function not in LIFTABLE_FUNCTIONS))
+        for o in shape.outputs
+    ):
+        return None
+    columns = sorted(
+        {a.column for a in shape.atoms if a.kind in ("compare", "in") and comparable(a.data_type)}
+    )
+    if all(c in shape.grouping for c in columns):
+        return None  # nothing to group by that it does not group by already
+    return tuple(columns)
+
+
+def recurs_with_other_parameters(shape: Shape, siblings: list[Shape]) -> bool:
+    """Whether an operator of the same key computed the same grouping and outputs under
+    other filter values: the evidence that lifting will pay (the template recurs)."""
+    return any(
+        s.kind == "aggregate"
+        and s.grouping == shape.grouping
+        and [o.text for o in s.outputs] == [o.text for o in shape.outputs]
+        and s.atoms != shape.atoms
+        for s in siblings
+    )
+
+
+def lift_site(aggregate: PlanNode, columns: tuple[str, ...]) -> tuple[tuple[int, ...], list[int]]:
+    """Where lifting ``aggregate`` over ``columns`` changes its input: the relative path
+    to the one Filter holding the parameter conditions on them, reached through Projects,
+    Filters and the sides of joins whose columns come out unchanged, and the positions of
+    ``columns`` in that Filter's input. LookupError when there is no such Filter."""
+    wanted = set(columns)
+
+    def search(node: PlanNode, path: tuple[int, ...]):
+        if node.op == "Filter" and node.children:
+            inputs = output_lineage(node.children[0])
+            if inputs is not None:
+                atoms = condition_atoms(node.args.get("condition"), inputs)
+                on = {a.column for a in atoms if a.kind in ("compare", "in")}
+                if wanted <= on and all(c in inputs for c in columns):
+                    return path, [inputs.index(c) for c in columns]
+        for index in _passing_children(node):
+            found = search(node.children[index], path + (index,))
+            if found is not None:
+                return found
+        return None
+
+    found = search(aggregate.children[0], (0,)) if aggregate.children else None
+    if found is None:
+        raise LookupError("the parameters are not in one Filter under the aggregate")
+    return found
+
+
+def _passing_children(node: PlanNode) -> tuple[int, ...]:
+    """Children whose columns ``node`` outputs unchanged (neither computed nor NULL-extended)."""
+    if node.op in ("Project", "Filter"):
+        return (0,) if node.children else ()
+    if node.op != "Join" or len(node.children) != 2:
+        return ()
+    shape = join_shape(object_name(node.args.get("joinType")))
+    if shape is None:
+        return ()
+    keep_left, keep_right, null_left, null_right = shape
+    return tuple(
+        i
+        for i, passes in enumerate((keep_left and not null_left, keep_right and not null_right))
+        if passes
+    )

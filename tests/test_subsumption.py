@@ -51,7 +51,7 @@ def params_table(spark, tmp_path_factory):
 
 @pytest.fixture
 def cs(spark, params_table, tmp_path):
-    session = criss.session(spark, home=str(tmp_path / "home"))
+    session = criss.session(spark, home=str(tmp_path / "home"), lift_aggregates=False)
     yield session
     session.close()
 
@@ -229,4 +229,45 @@ def test_a_tpch_aggregate_rolls_up_across_parameters(tpch, tmp_path):
         )
         _, summary = _through(cs, tpch, q1)
         assert _rule_count(summary, AGGREGATE_ROLLUP) == 1, cs.explain(cs.sql(q1))
+    cs.close()
+
+
+def test_an_aggregate_seen_under_other_parameters_is_lifted_and_rolled_up(
+    spark, params_table, tmp_path
+):
+    """The second time an aggregate comes with other filter values it is computed grouped
+    by the filtered columns too, once; every later value is a roll-up of that."""
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+
+    def query(low: int, day: int) -> str:
+        return (
+            "select h, sum(x) sx, count(*) c, avg(m) am, min(f) mf from params_t "
+            f"where v > {low} and d <= date '2020-01-{day:02d}' group by h"
+        )
+
+    _through(cs, spark, query(2, 20))
+    assert cs.last_query_summary().get("aggregates_lifted", 0) == 0  # no evidence yet
+    _, summary = _through(cs, spark, query(4, 25))
+    assert summary["aggregates_lifted"] == 1 and _rule_count(summary, AGGREGATE_ROLLUP) == 1
+    for low, day in ((0, 31), (7, 3), (8, 1)):  # the last keeps no row
+        _, summary = _through(cs, spark, query(low, day))
+        assert summary.get("aggregates_lifted", 0) == 0
+        assert _rule_count(summary, AGGREGATE_ROLLUP) == 1, cs.explain(cs.sql(query(low, day)))
+    cs.close()
+
+
+def test_a_lifted_aggregate_too_large_is_not_tried_again(
+    spark, params_table, tmp_path, monkeypatch
+):
+    import importlib
+
+    lift = importlib.import_module("criss.planner.lift")  # the package exports lift()
+    monkeypatch.setattr(lift, "LIFT_MAX_ROWS", 3)
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    queries = [f"select h, count(*) c from params_t where x > {n} group by h" for n in (1, 2, 3)]
+    for sql in queries:
+        _, summary = _through(cs, spark, sql)
+        assert _rule_count(summary, AGGREGATE_ROLLUP) == 0
+    refused = [k for k in cs.qtree.meta_items() if k.startswith(lift.LIFT_REFUSED)]
+    assert len(refused) == 1 and cs.qtree.meta(refused[0]) == "too large"
     cs.close()

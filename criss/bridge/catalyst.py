@@ -13,6 +13,7 @@ from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, RememberedTrees
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
+from criss.bridge.lift import lifted_aggregate
 from criss.bridge.plans import optimized_plan
 from criss.bridge.rewrite import ReadPlans, with_replacements
 from criss.bridge.versions import (
@@ -145,6 +146,15 @@ class CatalystBridge:
         """A plan computing ``original``'s rows from cached files as ``derivation`` says
         (filter again, aggregate again), outputting ``original``'s attributes."""
         return self._reads.derived_read_plan(original, key, files, schema_json, derivation, table)
+
+    @jvm_errors("lift the aggregate over its parameters")
+    def lifted_aggregate(
+        self, aggregate: Any, to_filter: tuple[int, ...], positions: list[int]
+    ) -> DataFrame:
+        """``aggregate`` grouped also by the columns at ``positions`` of the input of the
+        Filter at ``to_filter`` under it, without that Filter's conditions on them (see
+        criss.bridge.lift)."""
+        return lifted_aggregate(self, aggregate, to_filter, positions)
 
     def forget_reads(self) -> None:
         self._reads.forget()

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from criss.planner.capture import capture_query
 from criss.planner.decide import caching_rules, chosen_paths, decide_operators, operator_records
+from criss.planner.lift import lift
 from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import serve, would_serve
@@ -59,6 +60,8 @@ def plan_query(
     work = Workspace(session, capture.captured, matched, record, lease, df=capture.df)
     with record.timed("serve"):
         served = serve(work, view)
+    with record.timed("lift"):
+        lift(work, view, served, rules)
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
     nodes = {node.path: node for node in matched.tree.walk()}

@@ -1,0 +1,140 @@
+"""A lifted aggregate: the query's Aggregate grouped also by the columns its parameters
+filter, without those conditions (see ``criss.planner.lift``).
+
+Built from the optimized plan's own nodes: the Filter holding the parameters loses the
+conditions on the lifted columns, every Project between it and the Aggregate passes those
+columns on, and the Aggregate becomes a DataFrame grouped by its grouping expressions and
+the lifted columns, keeping its sums, counts, minima and maxima and splitting each average
+into a sum and a count. Expressions keep their exprIds, so every reference still resolves.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from criss.errors import BridgeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from criss.bridge.catalyst import CatalystBridge
+
+#: Conditions a lifted column's parameter may take (one column against literals).
+_PARAMETER_CONDITIONS = frozenset(
+    {
+        "GreaterThan",
+        "GreaterThanOrEqual",
+        "LessThan",
+        "LessThanOrEqual",
+        "EqualTo",
+        "In",
+        "InSet",
+    }
+)
+_KEPT_FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max"})
+
+
+def lifted_aggregate(
+    bridge: CatalystBridge, aggregate: Any, to_filter: tuple[int, ...], positions: list[int]
+) -> DataFrame:
+    """``aggregate`` (a JVM Aggregate) lifted over the columns at ``positions`` of the
+    input of the Filter at relative path ``to_filter`` under it."""
+    from pyspark.sql import functions as F
+
+    node, chain = aggregate, []
+    for index in to_filter:
+        chain.append((node, index))
+        node = node.children().apply(index)
+    if _name(node) != "Filter":
+        raise BridgeError(f"no Filter at {to_filter} under the aggregate to lift")
+    source = node.child()
+    lifted = [source.output().apply(p) for p in positions]
+    ids = {_id(a) for a in lifted}
+    kept = [c for c in _conjuncts(node.condition()) if not _on_lifted(c, ids)]
+    rebuilt = source
+    if kept:
+        condition = kept[0]
+        for conjunct in kept[1:]:
+            condition = bridge.static("org.apache.spark.sql.catalyst.expressions.And")(
+                condition, conjunct
+            )
+        rebuilt = bridge.static("org.apache.spark.sql.catalyst.plans.logical.Filter")(
+            condition, source
+        )
+    for parent, index in reversed(chain[1:]):
+        rebuilt = _passing(bridge, parent, index, rebuilt, lifted)
+    child = bridge.dataframe_of(rebuilt)
+    grouping = _items(aggregate.groupingExpressions())
+    grouped = {_id(e) for e in grouping if _name(e) == "AttributeReference"}
+    groups = [bridge.column(e) for e in grouping]
+    groups += [bridge.column(a) for a in lifted if _id(a) not in grouped]
+    measures = []
+    for output in _items(aggregate.aggregateExpressions()):
+        if _name(output) == "AttributeReference":
+            continue  # a grouping column: groupBy outputs it
+        function = _aggregate_function(output)
+        if function is None:
+            raise BridgeError(f"cannot lift the aggregate output {output.sql()}")
+        if _name(function) in _KEPT_FUNCTIONS:
+            measures.append(bridge.column(output))
+        else:  # Average: a sum and a count of its argument
+            argument = bridge.column(function.children().apply(0))
+            measures += [F.sum(argument), F.count(argument)]
+    return child.groupBy(*groups).agg(*measures)
+
+
+def _passing(bridge: CatalystBridge, parent: Any, index: int, child: Any, lifted: list[Any]) -> Any:
+    """``parent`` over ``child`` at ``index``; a Project also keeps the lifted columns."""
+    kids = [parent.children().apply(i) for i in range(parent.children().size())]
+    kids[index] = child
+    if _name(parent) != "Project":
+        return bridge.with_children(parent, kids)
+    items = _items(parent.projectList())
+    present = {_id(e) for e in items if _name(e) == "AttributeReference"}
+    items += [a for a in lifted if _id(a) not in present]
+    return bridge.project(bridge.seq(items), child)
+
+
+def _conjuncts(condition: Any) -> list[Any]:
+    if _name(condition) == "And":
+        return _conjuncts(condition.left()) + _conjuncts(condition.right())
+    return [condition]
+
+
+def _on_lifted(conjunct: Any, ids: set[int]) -> bool:
+    """A comparison or IN of one lifted column with literals only."""
+    if _name(conjunct) not in _PARAMETER_CONDITIONS:
+        return False
+    kids = _items(conjunct.children())
+    columns = [k for k in kids if _name(k) == "AttributeReference"]
+    literals = [k for k in kids if _name(k) == "Literal"]
+    return (
+        len(columns) == 1 and len(columns) + len(literals) == len(kids) and _id(columns[0]) in ids
+    )
+
+
+def _aggregate_function(output: Any) -> Any | None:
+    """The function of ``Alias(AggregateExpression(f(x)))`` without DISTINCT or FILTER."""
+    if _name(output) != "Alias":
+        return None
+    expression = output.child()
+    if _name(expression) != "AggregateExpression" or expression.isDistinct():
+        return None
+    if expression.filter().isDefined():
+        return None
+    function = expression.aggregateFunction()
+    if _name(function) not in _KEPT_FUNCTIONS | {"Average"} or function.children().size() != 1:
+        return None
+    return function
+
+
+def _items(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.size())]
+
+
+def _name(node: Any) -> str:
+    return str(node.getClass().getSimpleName())
+
+
+def _id(attribute: Any) -> int:
+    return int(attribute.exprId().id())

@@ -1,0 +1,148 @@
+"""Lift: an aggregate whose parameters change from query to query is computed once at a
+finer grain, and every query of it is then a roll-up of the cached groups.
+
+An Aggregate that filters its input by parameters (ranges or IN lists on columns it does not
+group by: TPC-H Q1's ship date, Q4's order date) is lifted when the QTree has seen the same
+aggregate under other values of them: Criss computes it grouped also by those columns,
+without their conditions, caches that (a job of its own, in place of the query's own
+computation of the aggregate), and serves this query from it by an aggregate roll-up with
+the parameters as a filter on the cached groups (``criss.qtree.subsume``). A lifted result
+that comes out larger than ``LIFT_MAX_ROWS``, or that cannot serve the query, is not tried
+again for that aggregate (QTree meta ``lift.refused:<key>``).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from criss.planner.match import CacheView, match
+from criss.planner.materialize import materialize
+from criss.planner.serve import ServedReuses
+from criss.planner.workspace import Workspace
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import Reuse, result_node, storable
+from criss.qtree.subsume import (
+    Derivation,
+    derive,
+    lift_site,
+    lifted_columns,
+    recurs_with_other_parameters,
+    subsumption_key,
+)
+from criss.records import Served
+
+if TYPE_CHECKING:
+    from criss.policies.decisions import CachingRules
+
+log = logging.getLogger("criss")
+
+LIFT_REFUSED = "lift.refused:"
+#: A lifted aggregate larger than this is dropped and not tried again.
+LIFT_MAX_ROWS = 200_000
+
+
+def lift(work: Workspace, view: CacheView, served: ServedReuses, rules: CachingRules) -> None:
+    """Lift the aggregates of this query that qualify, serving each from its lifted result
+    (added to ``served``)."""
+    options = work.session.options
+    if options.reuse_scope != "operators" or not options.lift_aggregates:
+        return
+    for node in _candidates(work.matched.tree, served):
+        done = _lift_one(work, view, node, rules)
+        if done is not None:
+            served[node.path] = done
+
+
+def _candidates(tree: PlanNode, served: ServedReuses):
+    """Aggregates outside the served subtrees, highest first (an outer one lifted serves
+    what is under it too)."""
+
+    def visit(node: PlanNode):
+        if any(node.path[: len(p)] == p for p in served):
+            return
+        if node.op == "Aggregate" and storable(node):
+            yield node
+            return
+        for child in node.children:
+            yield from visit(child)
+
+    return list(visit(tree))
+
+
+def _lift_one(
+    work: Workspace, view: CacheView, node: PlanNode, rules: CachingRules
+) -> tuple[Reuse, Served] | None:
+    session, qtree = work.session, work.session.qtree
+    keyed = subsumption_key(node)
+    if keyed is None:
+        return None
+    key, shape = keyed
+    columns = lifted_columns(shape)
+    if columns is None or qtree.meta(LIFT_REFUSED + key) is not None:
+        return None
+    siblings = [(fp, s) for fp, s in qtree.subsumers(key) if fp != node.fingerprint]
+    if not recurs_with_other_parameters(shape, [s for _, s in siblings]):
+        return None
+    measured = [qtree.get(fp) for fp, _ in siblings]
+    if max((s.texec or 0.0 for s in measured if s is not None), default=0.0) < rules.min_texec:
+        return None  # the aggregate is cheap to compute: nothing to win
+    try:
+        to_filter, positions = lift_site(node, columns)
+        lifted = session.bridge.lifted_aggregate(
+            work.captured.node_at(node.path), to_filter, positions
+        )
+        found = _cache_lifted(work, view, lifted, shape, key)
+    except Exception as exc:  # any type: the query runs as it would have, unlifted
+        log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
+        qtree.set_meta(LIFT_REFUSED + key, str(exc)[:200])
+        return None
+    if found is None:
+        return None
+    fingerprint, derivation = found
+    work.place_derived(node.path, fingerprint, derivation)
+    work.counters["aggregates_lifted"] += 1
+    entry = view.entries.get(fingerprint)
+    total = entry.num_partitions if entry is not None else 0
+    return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
+        0, total, total, 0
+    )
+
+
+def _cache_lifted(work, view, lifted, shape, key) -> tuple[str, Derivation] | None:
+    """Compute and cache the lifted aggregate (a planned query of its own, recorded in the
+    QTree); its fingerprint and how it serves ``shape``, or None (refused from now on)."""
+    session = work.session
+    captured = session.bridge.capture(lifted)
+    tree = session.canonical_tree(captured)
+    top = result_node(tree)
+    sub = Workspace(
+        session,
+        captured,
+        match(session, tree, view, record=True),
+        work.record,
+        work.lease,
+        df=lifted,
+    )
+    materialize(sub, top)
+    work.sources.update(sub.sources)
+    stats = session.qtree.get(top.fingerprint)
+    keyed = subsumption_key(top)
+    derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1])
+    if derivation is None or (stats is not None and (stats.rows or 0) > LIFT_MAX_ROWS):
+        session.qtree.set_meta(
+            LIFT_REFUSED + key, "too large" if derivation is not None else "cannot serve"
+        )
+        _drop(work, top.fingerprint)
+        return None
+    view.is_cached(top.fingerprint)
+    return top.fingerprint, derivation
+
+
+def _drop(work: Workspace, fingerprint: str) -> None:
+    """Forget a lifted result that will not serve: it only takes room."""
+    work.sources.pop(fingerprint, None)
+    if fingerprint in work.lease.pinned:
+        work.lease.pinned.remove(fingerprint)
+        work.session.cache.unpin([fingerprint])
+    work.session.cache.delete(fingerprint)
