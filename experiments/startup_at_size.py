@@ -101,11 +101,33 @@ def home_bytes(home: Path) -> int:
     return sum(p.stat().st_size for p in home.rglob("*") if p.is_file())
 
 
+def engine_commit() -> str | None:
+    """The commit of the checkout this runs from, if it is one."""
+    try:
+        done = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return done.stdout.strip() or None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--statements", type=int, default=300)
     parser.add_argument("--kill-after", type=float, default=25.0, help="seconds into the run")
+    parser.add_argument(
+        "--shuffle-partitions",
+        type=int,
+        default=int(CONF["spark.sql.shuffle.partitions"]),
+        help="partitions per shuffle: more make more partition files per cached result",
+    )
     args = parser.parse_args()
+    CONF["spark.sql.shuffle.partitions"] = str(args.shuffle_partitions)
     home = Path(tempfile.mkdtemp(prefix="criss-at-size-")) / "home"
     n = args.statements
     started = time.perf_counter()
@@ -133,9 +155,11 @@ def main() -> None:
         "after_kill": checked,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "conf": CONF,
+        "engine": engine_commit(),
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
-    out = RESULTS / f"startup-at-size-{n}.json"
+    suffix = "" if args.shuffle_partitions == 32 else f"-p{args.shuffle_partitions}"
+    out = RESULTS / f"startup-at-size-{n}{suffix}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"written to {out}")
     if checked["wrong"]:

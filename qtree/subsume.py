@@ -321,31 +321,40 @@ def recurs_with_other_parameters(shape: Shape, siblings: list[Shape]) -> bool:
     )
 
 
-def lift_site(aggregate: PlanNode, columns: tuple[str, ...]) -> tuple[tuple[int, ...], list[int]]:
-    """Where lifting ``aggregate`` over ``columns`` changes its input: the relative path
-    to the one Filter holding the parameter conditions on them, reached through Projects,
-    Filters and the sides of joins whose columns come out unchanged, and the positions of
-    ``columns`` in that Filter's input. LookupError when there is no such Filter."""
-    wanted = set(columns)
+def lift_sites(
+    aggregate: PlanNode, columns: tuple[str, ...]
+) -> list[tuple[tuple[int, ...], list[int]]]:
+    """Where lifting ``aggregate`` over ``columns`` changes its input: each Filter holding
+    parameter conditions (ranges, IN lists) on some of them, reached through Projects,
+    Filters and the sides of joins whose columns come out unchanged, as its relative path
+    and the positions in its input of the columns it constrains. LookupError when a column
+    is constrained in none (its condition lies where its values do not reach the top)."""
+    sites: list[tuple[tuple[int, ...], list[int]]] = []
+    covered: set[str] = set()
 
-    def search(node: PlanNode, path: tuple[int, ...]):
+    def search(node: PlanNode, path: tuple[int, ...]) -> None:
         if node.op == "Filter" and node.children:
             inputs = output_lineage(node.children[0])
             if inputs is not None:
                 atoms = condition_atoms(node.args.get("condition"), inputs)
-                on = {a.column for a in atoms if a.kind in ("compare", "in")}
-                if wanted <= on and all(c in inputs for c in columns):
-                    return path, [inputs.index(c) for c in columns]
+                here = [
+                    c
+                    for c in columns
+                    if c in inputs
+                    and any(a.column == c and a.kind in ("compare", "in") for a in atoms)
+                ]
+                if here:
+                    sites.append((path, [inputs.index(c) for c in here]))
+                    covered.update(here)
         for index in _passing_children(node):
-            found = search(node.children[index], path + (index,))
-            if found is not None:
-                return found
-        return None
+            search(node.children[index], path + (index,))
 
-    found = search(aggregate.children[0], (0,)) if aggregate.children else None
-    if found is None:
-        raise LookupError("the parameters are not in one Filter under the aggregate")
-    return found
+    if aggregate.children:
+        search(aggregate.children[0], (0,))
+    missing = set(columns) - covered
+    if missing:
+        raise LookupError(f"{len(missing)} parameter column(s) do not reach the aggregate")
+    return sites
 
 
 def _passing_children(node: PlanNode) -> tuple[int, ...]:

@@ -7,6 +7,7 @@ derivation computes from which cached columns.
 
 from __future__ import annotations
 
+import pytest
 from test_canonical_rules import (
     INNER,
     LEFT_OUTER,
@@ -144,3 +145,43 @@ def test_rows_need_every_wanted_and_residual_column_in_the_cache():
 
 def test_shapes_round_trip_through_json():
     assert Shape.loads(CACHED_GROUPS.dumps()) == CACHED_GROUPS
+
+
+def test_an_aggregate_is_lifted_over_the_columns_its_parameters_filter():
+    from criss.qtree.subsume import lifted_columns
+
+    outputs = (group("h"), aggregate("Sum", "x"), aggregate("Average", "x"))
+    shape = wanted_groups(("h",), outputs, [cmp("g", ">=", 2), cmp("h", "=", 1)])
+    assert lifted_columns(shape) == ("g", "h")  # h is grouped already; its filter goes too
+    assert lifted_columns(wanted_groups(("g",), outputs)) is None  # nothing new to group by
+    assert lifted_columns(wanted_groups(("h",), [aggregate("Count", "v", True)])) is None
+    expression = AggregateOutput("expression", "sum(x) / 7")
+    assert lifted_columns(wanted_groups(("h",), [expression])) is None
+    opaque = wanted_groups(("h",), outputs, [Atom.opaque("like")])
+    assert lifted_columns(opaque) is None
+
+
+def test_lift_sites_are_the_filters_whose_columns_reach_the_aggregate():
+    from criss.qtree.lineage import output_lineage
+    from criss.qtree.plan import PlanNode
+    from criss.qtree.subsume import lift_sites
+
+    def aggregate_over(kind):
+        left = filter_(relation("a", 2), above(5))
+        right = filter_(relation("b", 2), above(7))
+        body = join(left, right, binary("EqualTo", attr(1), attr(3)), kind)
+        node = PlanNode(
+            "Aggregate", {"groupingExpressions": [], "aggregateExpressions": []}, (body,)
+        )
+        return canonical(node)
+
+    inner = aggregate_over(INNER)
+    join_node = inner.children[0]
+    a_x = output_lineage(join_node.children[0].children[0])[0]
+    b_x = output_lineage(join_node.children[1].children[0])[0]
+    assert lift_sites(inner, (a_x, b_x)) == [((0, 0), [0]), ((0, 1), [0])]
+    # the right side of a semi join does not reach the top: its parameter cannot be lifted
+    semi = aggregate_over(LEFT_SEMI)
+    semi_right = output_lineage(semi.children[0].children[1].children[0])[0]
+    with pytest.raises(LookupError):
+        lift_sites(semi, (semi_right,))

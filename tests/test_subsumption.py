@@ -271,3 +271,20 @@ def test_a_lifted_aggregate_too_large_is_not_tried_again(
     refused = [k for k in cs.qtree.meta_items() if k.startswith(lift.LIFT_REFUSED)]
     assert len(refused) == 1 and cs.qtree.meta(refused[0]) == "too large"
     cs.close()
+
+
+def test_parameters_under_joins_are_lifted_from_every_filter(tpch, tmp_path):
+    """TPC-H Q4 (the order date under a semi join) and Q5 (the date at the orders scan, the
+    region at the region scan, four joins apart) lifted, then rolled up."""
+    from criss.workload.tpch.queries import statement
+
+    cs = criss.session(tpch, home=str(tmp_path / "home"), min_texec=0)
+    for qid in (4, 5):
+        distinct = list(dict.fromkeys(statement(qid, seed=s, sf=0.01).sql for s in range(1, 9)))
+        for position, sql in enumerate(distinct[:4]):
+            _, summary = _through(cs, tpch, sql)
+            lifted = summary.get("aggregates_lifted", 0)
+            assert lifted == (position == 1), (qid, position, cs.explain(cs.sql(sql)))
+            if position >= 1:
+                assert _rule_count(summary, AGGREGATE_ROLLUP) == 1, cs.explain(cs.sql(sql))
+    cs.close()

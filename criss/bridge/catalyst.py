@@ -149,12 +149,12 @@ class CatalystBridge:
 
     @jvm_errors("lift the aggregate over its parameters")
     def lifted_aggregate(
-        self, aggregate: Any, to_filter: tuple[int, ...], positions: list[int]
+        self, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
     ) -> DataFrame:
-        """``aggregate`` grouped also by the columns at ``positions`` of the input of the
-        Filter at ``to_filter`` under it, without that Filter's conditions on them (see
-        criss.bridge.lift)."""
-        return lifted_aggregate(self, aggregate, to_filter, positions)
+        """``aggregate`` grouped also by the columns its parameters filter, without those
+        conditions: for each site, the columns at its positions of the input of the Filter
+        at its relative path (see criss.bridge.lift)."""
+        return lifted_aggregate(self, aggregate, sites)
 
     def forget_reads(self) -> None:
         self._reads.forget()

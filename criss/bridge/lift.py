@@ -1,7 +1,7 @@
 """A lifted aggregate: the query's Aggregate grouped also by the columns its parameters
 filter, without those conditions (see ``criss.planner.lift``).
 
-Built from the optimized plan's own nodes: the Filter holding the parameters loses the
+Built from the optimized plan's own nodes: each Filter holding parameters loses its
 conditions on the lifted columns, every Project between it and the Aggregate passes those
 columns on, and the Aggregate becomes a DataFrame grouped by its grouping expressions and
 the lifted columns, keeping its sums, counts, minima and maxima and splitting each average
@@ -35,35 +35,14 @@ _KEPT_FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max"})
 
 
 def lifted_aggregate(
-    bridge: CatalystBridge, aggregate: Any, to_filter: tuple[int, ...], positions: list[int]
+    bridge: CatalystBridge, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
 ) -> DataFrame:
-    """``aggregate`` (a JVM Aggregate) lifted over the columns at ``positions`` of the
-    input of the Filter at relative path ``to_filter`` under it."""
+    """``aggregate`` (a JVM Aggregate) lifted over, for each site, the columns at its
+    positions of the input of the Filter at its relative path under the aggregate."""
     from pyspark.sql import functions as F
 
-    node, chain = aggregate, []
-    for index in to_filter:
-        chain.append((node, index))
-        node = node.children().apply(index)
-    if _name(node) != "Filter":
-        raise BridgeError(f"no Filter at {to_filter} under the aggregate to lift")
-    source = node.child()
-    lifted = [source.output().apply(p) for p in positions]
-    ids = {_id(a) for a in lifted}
-    kept = [c for c in _conjuncts(node.condition()) if not _on_lifted(c, ids)]
-    rebuilt = source
-    if kept:
-        condition = kept[0]
-        for conjunct in kept[1:]:
-            condition = bridge.static("org.apache.spark.sql.catalyst.expressions.And")(
-                condition, conjunct
-            )
-        rebuilt = bridge.static("org.apache.spark.sql.catalyst.plans.logical.Filter")(
-            condition, source
-        )
-    for parent, index in reversed(chain[1:]):
-        rebuilt = _passing(bridge, parent, index, rebuilt, lifted)
-    child = bridge.dataframe_of(rebuilt)
+    child, lifted = _rebuilt(bridge, aggregate.child(), (0,), dict(sites))
+    frame = bridge.dataframe_of(child)
     grouping = _items(aggregate.groupingExpressions())
     grouped = {_id(e) for e in grouping if _name(e) == "AttributeReference"}
     groups = [bridge.column(e) for e in grouping]
@@ -80,19 +59,50 @@ def lifted_aggregate(
         else:  # Average: a sum and a count of its argument
             argument = bridge.column(function.children().apply(0))
             measures += [F.sum(argument), F.count(argument)]
-    return child.groupBy(*groups).agg(*measures)
+    return frame.groupBy(*groups).agg(*measures)
 
 
-def _passing(bridge: CatalystBridge, parent: Any, index: int, child: Any, lifted: list[Any]) -> Any:
-    """``parent`` over ``child`` at ``index``; a Project also keeps the lifted columns."""
-    kids = [parent.children().apply(i) for i in range(parent.children().size())]
-    kids[index] = child
-    if _name(parent) != "Project":
-        return bridge.with_children(parent, kids)
-    items = _items(parent.projectList())
-    present = {_id(e) for e in items if _name(e) == "AttributeReference"}
-    items += [a for a in lifted if _id(a) not in present]
-    return bridge.project(bridge.seq(items), child)
+def _rebuilt(
+    bridge: CatalystBridge,
+    node: Any,
+    path: tuple[int, ...],
+    sites: dict[tuple[int, ...], list[int]],
+) -> tuple[Any, list[Any]]:
+    """``node`` (at ``path`` under the aggregate) without the parameter conditions of the
+    sites at or under it, and the lifted columns it now passes up."""
+    if not any(p[: len(path)] == path for p in sites):
+        return node, []
+    kids = [node.children().apply(i) for i in range(node.children().size())]
+    lifted: list[Any] = []
+    for index, kid in enumerate(kids):
+        kids[index], below = _rebuilt(bridge, kid, path + (index,), sites)
+        lifted += below
+    if path in sites:
+        if _name(node) != "Filter":
+            raise BridgeError(f"no Filter at {path} under the aggregate to lift")
+        here = [kids[0].output().apply(p) for p in sites[path]]
+        ids = {_id(a) for a in here}
+        kept = [c for c in _conjuncts(node.condition()) if not _on_lifted(c, ids)]
+        lifted += here
+        return _filtered(bridge, kept, kids[0]), lifted
+    if _name(node) == "Project":
+        items = _items(node.projectList())
+        present = {_id(e) for e in items if _name(e) == "AttributeReference"}
+        items += [a for a in lifted if _id(a) not in present]
+        return bridge.project(bridge.seq(items), kids[0]), lifted
+    return bridge.with_children(node, kids), lifted
+
+
+def _filtered(bridge: CatalystBridge, conditions: list[Any], child: Any) -> Any:
+    """``child`` under a Filter of ``conditions`` (none: ``child`` itself)."""
+    if not conditions:
+        return child
+    condition = conditions[0]
+    for conjunct in conditions[1:]:
+        condition = bridge.static("org.apache.spark.sql.catalyst.expressions.And")(
+            condition, conjunct
+        )
+    return bridge.static("org.apache.spark.sql.catalyst.plans.logical.Filter")(condition, child)
 
 
 def _conjuncts(condition: Any) -> list[Any]:

@@ -25,7 +25,7 @@ from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
     Derivation,
     derive,
-    lift_site,
+    lift_sites,
     lifted_columns,
     recurs_with_other_parameters,
     subsumption_key,
@@ -88,10 +88,8 @@ def _lift_one(
     if max((s.texec or 0.0 for s in measured if s is not None), default=0.0) < rules.min_texec:
         return None  # the aggregate is cheap to compute: nothing to win
     try:
-        to_filter, positions = lift_site(node, columns)
-        lifted = session.bridge.lifted_aggregate(
-            work.captured.node_at(node.path), to_filter, positions
-        )
+        sites = lift_sites(node, columns)
+        lifted = session.bridge.lifted_aggregate(work.captured.node_at(node.path), sites)
         found = _cache_lifted(work, view, lifted, shape, key)
     except Exception as exc:  # any type: the query runs as it would have, unlifted
         log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
