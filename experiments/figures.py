@@ -210,6 +210,35 @@ def planning_ms(queries: Iterable[dict[str, Any]]) -> dict[str, float] | None:
     return {"median": round(statistics.median(values), 1), "p95": round(p95, 1)}
 
 
+#: Reuse kinds a replay reports, from each query's counters: the statement's whole result
+#: again, an operator under a changed statement, or a rewrite rule (paper §2.2 and beyond).
+REWRITE_KINDS = (
+    "project_subset",
+    "exchange_repartition",
+    "join_rewrite",
+    "filter_subsumption",
+    "aggregate_rollup",
+)
+
+
+def reuse_kinds(queries: list[dict[str, Any]], keys: list[str]) -> dict[str, int]:
+    """How often each kind of reuse fired along the stream: ``repeat`` (a statement seen
+    before, read from the cache), ``subtree`` (an operator of a statement not seen before,
+    read exactly), each rewrite rule, and ``lifted`` (aggregates lifted over parameters)."""
+    kinds = dict.fromkeys(("repeat", "subtree", *REWRITE_KINDS, "lifted"), 0)
+    seen: set[str] = set()
+    for key, record in zip(keys, queries, strict=True):
+        counters = record.get("criss") or {}
+        rewrites = {k: counters.get(f"rewrites_{k}", 0) for k in REWRITE_KINDS}
+        exact = counters.get("operators_reused", 0) - sum(rewrites.values())
+        kinds["repeat" if key in seen else "subtree"] += max(exact, 0)
+        for kind, count in rewrites.items():
+            kinds[kind] += count
+        kinds["lifted"] += counters.get("aggregates_lifted", 0)
+        seen.add(key)
+    return kinds
+
+
 def summarize(result: dict[str, Any]) -> dict[str, Any]:
     """Per mode: total, ratio and saving vs plain Spark, first/repeat split, planning."""
     modes = result["modes"]
@@ -239,6 +268,7 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
             row["bytes_written"] = counters.get("bytes_written")
             row["operators_reused"] = counters.get("operators_reused")
             row["partitions_recomputed"] = counters.get("partitions_recomputed")
+            row["reuse_kinds"] = reuse_kinds(data["queries"], keys)
             # a stream without repeats leaves the oracle nothing to save: no share to report
             if oracle is not None and plain - oracle > 0.01 * plain:
                 row["oracle_share"] = round((plain - total) / (plain - oracle), 3)
@@ -567,6 +597,14 @@ def markdown_table(result: dict[str, Any], experiment: Experiment, filename: str
             f"{summary['plain_seconds'] / summary['oracle_seconds']:.2f}x "
             f"| {summary['oracle_time_saved']:.1%} | | | 1 | | | |"
         )
+    kinds = {m: r["reuse_kinds"] for m, r in summary["modes"].items() if r.get("reuse_kinds")}
+    if kinds:
+        names = list(next(iter(kinds.values())))
+        lines += ["", "| reuse kind | " + " | ".join(names) + " |"]
+        lines.append("|---" * (len(names) + 1) + "|")
+        for mode, counts in kinds.items():
+            cells = [experiment.label(mode), *(str(counts[n]) for n in names)]
+            lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 

@@ -88,6 +88,20 @@ def test_repeats_worth_serving_count_only_repeats_plain_spark_took_long_on():
 
 
 @pytest.mark.spark
+def test_reuse_kinds_tell_repeats_subtrees_and_rules_apart():
+    from experiments.figures import reuse_kinds
+
+    queries = [
+        {"criss": {}},
+        {"criss": {"operators_reused": 1}},  # a statement seen before: a repeat
+        {"criss": {"operators_reused": 2, "rewrites_aggregate_rollup": 1, "aggregates_lifted": 1}},
+        {"criss": {"operators_reused": 1, "rewrites_filter_subsumption": 1}},
+    ]
+    kinds = reuse_kinds(queries, ["a", "a", "b", "c"])
+    assert kinds["repeat"] == 1 and kinds["subtree"] == 1
+    assert kinds["aggregate_rollup"] == kinds["filter_subsumption"] == kinds["lifted"] == 1
+
+
 def test_an_experiment_runs_end_to_end(tpch, tpch_dir, tmp_path):
     pytest.importorskip("matplotlib")
     [path] = run_experiment(
