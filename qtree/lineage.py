@@ -86,18 +86,10 @@ def _signature(node: PlanNode) -> RowSignature:
     try:
         signature = _row_operator(node)
     except _Unsupported:
-        _remember(node.fingerprint, None)
+        _keep(_KNOWN, node.fingerprint, None)
         raise
-    _remember(node.fingerprint, signature)
+    _keep(_KNOWN, node.fingerprint, signature)
     return signature
-
-
-def _remember(fingerprint: str, signature: RowSignature | None) -> None:
-    if not fingerprint:
-        return
-    _KNOWN[fingerprint] = signature
-    while len(_KNOWN) > _KNOWN_LIMIT:
-        _KNOWN.popitem(last=False)
 
 
 def _row_operator(node: PlanNode) -> RowSignature:
@@ -320,6 +312,8 @@ def _filtered(node: PlanNode) -> FilteredSignature:
 
 
 def _keep(memo: OrderedDict, fingerprint: str, value: Any) -> None:
+    """Remember ``value`` (a signature, or None: unsupported) for ``fingerprint``; the
+    oldest go beyond ``_KNOWN_LIMIT``."""
     if fingerprint:
         memo[fingerprint] = value
         while len(memo) > _KNOWN_LIMIT:

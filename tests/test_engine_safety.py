@@ -503,3 +503,19 @@ def test_rows_keep_the_final_order_by_when_served_from_the_cache(tpch, tmp_path,
     top = operators[0]
     assert top.lstrip().startswith("Project") and "in the order of the query" in top
     cs.close()
+
+
+def test_an_in_list_inside_a_subquerys_plan_is_never_confused(tpch, cs):
+    """Its values are in the subquery's plan, not in the operator's own expressions: the
+    operator is not cached (rather than served another list's rows)."""
+    keys = [range(1, 40, 3), range(2, 41, 3)]
+    sqls = [
+        "select o_orderpriority, count(*) c from orders where o_totalprice * 0.01 > "
+        f"(select avg(c_acctbal) from customer where c_nationkey in ({', '.join(map(str, k))})) "
+        "group by 1"
+        for k in ([n % 25 for n in keys[0]], [n % 25 + 1 for n in keys[1]])
+    ]
+    for sql in sqls + sqls:
+        rows, summary = _run(cs, sql)
+        assert_same_rows(rows, tpch.sql(sql).collect())
+        assert summary.get("fallback") is None

@@ -124,7 +124,8 @@ def restore_lossy_fields(canonical: Any, nodes: list[dict[str, Any]]) -> None:
     """Fill in ``nodes``, the canonicalized plan's JSON, what it writes as null of
     ``LOSSY_FIELDS``, from ``canonical``, the JVM plan: IN sets as their values' sorted
     text, a LIKE's escape character, an Expand's projections as expression JSON, a local
-    relation's rows as a digest. A field left null makes the operator uncacheable
+    relation's rows as a digest. A field left null (one in a subquery's plan, whose
+    expressions are not this node's) makes the operator uncacheable
     (``qtree.canonical.mark_lossy_fields``)."""
     jnodes = PlanNodes(canonical)
     for path, raw in zip(_preorder_paths(nodes), nodes, strict=True):
@@ -137,7 +138,7 @@ def restore_lossy_fields(canonical: Any, nodes: list[dict[str, Any]]) -> None:
             raw[LOSSY_FIELDS[raw["class"]]] = _plan_field(jnode, raw["class"])
         jvm = [e for e in _jvm_expressions(jnode) if str(e.getClass().getName()) in LOSSY_FIELDS]
         if len(jvm) != len(expressions):
-            raise BridgeError(f"plan JSON and JVM plan disagree on {raw.get('class')}")
+            continue  # they cannot be told apart: left null, never cached
         for holder, expression in zip(expressions, jvm, strict=True):
             if holder["class"] == IN_SET:
                 holder["hset"] = _in_set_text(expression)
