@@ -18,13 +18,13 @@ after an untimed warm-up pass, with checksums compared query by query. The JSON 
 from __future__ import annotations
 
 import json
-import statistics
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from experiments.summary import statement_keys, summarize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -136,146 +136,6 @@ def result_path(
     experiment: str, stream: str, sf: float, queries: int, out_dir: Path = RESULTS
 ) -> Path:
     return Path(out_dir) / f"{experiment}-{stream}-sf{sf:g}-{queries}.json"
-
-
-# --- analysis ------------------------------------------------------------------------------------
-
-
-def statement_keys(result: dict[str, Any]) -> list[str]:
-    """Which statement ran at each position (a repeat is the same statement again).
-
-    Older results lack the per-record statement hash: the seeded stream is regenerated.
-    """
-    queries = next(iter(result["modes"].values()))["queries"]
-    if all("statement" in q for q in queries):
-        return [q["statement"] for q in queries]
-    from criss.workload.streams import make_stream
-
-    stream = make_stream(
-        result["stream"],
-        result["queries"],
-        result["seed"],
-        result["sf"],
-        zipf_skew=result.get("zipf_skew") or 1.0,
-    )
-    return [item.sql for item in stream]
-
-
-def oracle_seconds(result: dict[str, Any]) -> float | None:
-    """Perfect whole-query reuse from the measured times: each distinct statement costs its
-    plain-Spark time once; every repeat costs the cheapest measured execution of it at that
-    position in any Criss mode (at best a read of its cached result)."""
-    modes = result["modes"]
-    if "spark" not in modes:
-        return None
-    others = [m for m in modes if m != "spark"]
-    seen: set[str] = set()
-    total = 0.0
-    plain = modes["spark"]["queries"]
-    for i, (key, record) in enumerate(zip(statement_keys(result), plain, strict=True)):
-        if key not in seen:
-            seen.add(key)
-            total += record["seconds"]
-        elif others:
-            total += min(modes[m]["queries"][i]["seconds"] for m in others)
-    return total
-
-
-def split_first_and_repeats(
-    queries: list[dict[str, Any]], keys: list[str] | None = None
-) -> tuple[float, float]:
-    """Seconds spent on first occurrences of a statement and on its repeats."""
-    keys = keys or [q.get("statement") or (q["query"], q["variant"]) for q in queries]
-    seen: set[Any] = set()
-    first = repeats = 0.0
-    for key, record in zip(keys, queries, strict=True):
-        if key in seen:
-            repeats += record["seconds"]
-        else:
-            seen.add(key)
-            first += record["seconds"]
-    return first, repeats
-
-
-def planning_ms(queries: Iterable[dict[str, Any]]) -> dict[str, float] | None:
-    """Median and p95 of Criss's per-query planning time (capture → rewrite), in ms."""
-    values = sorted(
-        1000 * q["criss"]["planning_seconds"]
-        for q in queries
-        if q.get("criss") and q["criss"].get("planning_seconds") is not None
-    )
-    if not values:
-        return None
-    p95 = values[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
-    return {"median": round(statistics.median(values), 1), "p95": round(p95, 1)}
-
-
-#: Reuse kinds a replay reports, from each query's counters: the statement's whole result
-#: again, an operator under a changed statement, or a rewrite rule (paper §2.2 and beyond).
-REWRITE_KINDS = (
-    "project_subset",
-    "exchange_repartition",
-    "join_rewrite",
-    "filter_subsumption",
-    "aggregate_rollup",
-)
-
-
-def reuse_kinds(queries: list[dict[str, Any]], keys: list[str]) -> dict[str, int]:
-    """How often each kind of reuse fired along the stream: ``repeat`` (a statement seen
-    before, read from the cache), ``subtree`` (an operator of a statement not seen before,
-    read exactly), each rewrite rule, and ``lifted`` (aggregates lifted over parameters)."""
-    kinds = dict.fromkeys(("repeat", "subtree", *REWRITE_KINDS, "lifted"), 0)
-    seen: set[str] = set()
-    for key, record in zip(keys, queries, strict=True):
-        counters = record.get("criss") or {}
-        rewrites = {k: counters.get(f"rewrites_{k}", 0) for k in REWRITE_KINDS}
-        exact = counters.get("operators_reused", 0) - sum(rewrites.values())
-        kinds["repeat" if key in seen else "subtree"] += max(exact, 0)
-        for kind, count in rewrites.items():
-            kinds[kind] += count
-        kinds["lifted"] += counters.get("aggregates_lifted", 0)
-        seen.add(key)
-    return kinds
-
-
-def summarize(result: dict[str, Any]) -> dict[str, Any]:
-    """Per mode: total, ratio and saving vs plain Spark, first/repeat split, planning."""
-    modes = result["modes"]
-    plain = modes["spark"]["total_seconds"]
-    oracle = oracle_seconds(result)
-    summary: dict[str, Any] = {"plain_seconds": plain, "oracle_seconds": oracle, "modes": {}}
-    keys = statement_keys(result)
-    for mode, data in modes.items():
-        total = data["total_seconds"]
-        first, repeats = split_first_and_repeats(data["queries"], keys)
-        row = {
-            "total_seconds": round(total, 1),
-            "speedup": round(plain / total, 3) if total else None,
-            "time_saved": round(1 - total / plain, 4) if plain else None,
-            "first_seconds": round(first, 1),
-            "repeat_seconds": round(repeats, 1),
-        }
-        if mode != "spark":
-            report = result.get("criss_reports", {}).get(mode, {})
-            counters = report.get("counters", {})
-            row["checksums_match"] = (
-                result.get("comparisons", {}).get(mode, {}).get("checksums_match")
-            )
-            row["planning_ms"] = planning_ms(data["queries"])
-            # untimed work after each action (writes from Spark's cache, statistics reads)
-            row["background_seconds"] = data.get("background_seconds")
-            row["bytes_written"] = counters.get("bytes_written")
-            row["operators_reused"] = counters.get("operators_reused")
-            row["partitions_recomputed"] = counters.get("partitions_recomputed")
-            row["reuse_kinds"] = reuse_kinds(data["queries"], keys)
-            # a stream without repeats leaves the oracle nothing to save: no share to report
-            if oracle is not None and plain - oracle > 0.01 * plain:
-                row["oracle_share"] = round((plain - total) / (plain - oracle), 3)
-        summary["modes"][mode] = row
-    if oracle is not None:
-        summary["oracle_time_saved"] = round(1 - oracle / plain, 4)
-    return summary
 
 
 # --- running -------------------------------------------------------------------------------------

@@ -7,13 +7,10 @@ import json
 
 import pytest
 
-from experiments.figures import (
-    EXPERIMENTS,
-    markdown_table,
+from experiments.figures import EXPERIMENTS, markdown_table, repeats_served, run_experiment
+from experiments.summary import (
     oracle_seconds,
     planning_ms,
-    repeats_served,
-    run_experiment,
     split_first_and_repeats,
     statement_keys,
     summarize,
@@ -89,7 +86,7 @@ def test_repeats_worth_serving_count_only_repeats_plain_spark_took_long_on():
 
 @pytest.mark.spark
 def test_reuse_kinds_tell_repeats_subtrees_and_rules_apart():
-    from experiments.figures import reuse_kinds
+    from experiments.summary import reuse_kinds
 
     queries = [
         {"criss": {}},
