@@ -27,6 +27,7 @@ results that might serve it with one lookup.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -309,15 +310,21 @@ def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
     return tuple(columns)
 
 
-def recurs_with_other_parameters(shape: Shape, siblings: list[Shape]) -> bool:
-    """Whether an operator of the same key computed the same grouping and outputs under
-    other filter values: the evidence that lifting will pay (the template recurs)."""
-    return any(
-        s.kind == "aggregate"
-        and s.grouping == shape.grouping
-        and [o.text for o in s.outputs] == [o.text for o in shape.outputs]
-        and s.atoms != shape.atoms
-        for s in siblings
+def aggregate_identity(key: str, shape: Shape) -> str:
+    """One aggregate whatever its filter values: its subsumption key (what it reads) with a
+    digest of its grouping and outputs. Many aggregates of one input share ``key``."""
+    what = json.dumps([list(shape.grouping), [o.text for o in shape.outputs]])
+    return f"{key}:{hashlib.sha256(what.encode()).hexdigest()[:16]}"
+
+
+def under_other_parameters(shape: Shape, sibling: Shape) -> bool:
+    """Whether ``sibling`` computed the same grouping and outputs as ``shape`` under other
+    filter values (a lifted result, grouped by more columns, is not one)."""
+    return (
+        sibling.kind == "aggregate"
+        and sibling.grouping == shape.grouping
+        and [o.text for o in sibling.outputs] == [o.text for o in shape.outputs]
+        and sibling.atoms != shape.atoms
     )
 
 

@@ -333,7 +333,8 @@ class QTree:
 
     def forget(self, before: float, keep: Iterable[str] = ()) -> set[str]:
         """Remove operators not accessed since ``before`` (a time.time()), with their
-        statistics, edges and the meta entries that name them; return their fingerprints.
+        statistics, edges and the meta entries that name them (a fingerprint, or a
+        subsumption key no operator has any more); return their fingerprints.
 
         ``keep`` (cached results) stays, and so does everything under it, so an operator
         kept never loses a child's edge. An operator forgotten is a new one when it comes
@@ -343,12 +344,15 @@ class QTree:
         try:
             with self.db.conn:
                 doomed = self._forgettable(before, keep)
+                keys = self._subsumption_keys(doomed)
                 self._delete_operators(doomed)
                 gone = set(doomed)
+                dead_keys = keys - self._subsumption_keys()
                 named = [
                     row["key"]
                     for row in self._rows("select key from meta where key like '%:%'")
                     if gone.intersection(row["key"].split(":"))
+                    or any(k in row["key"] for k in dead_keys)
                 ]
                 for key in named:
                     self.db.execute("delete from meta where key = ?", [key])
@@ -357,6 +361,21 @@ class QTree:
         if gone:
             self._graph = None
         return gone
+
+    def _subsumption_keys(self, fingerprints: list[str] | None = None) -> set[str]:
+        """The subsumption keys of ``fingerprints`` (of every operator when None)."""
+        if fingerprints is None:
+            rows = self._rows("select distinct subsume_key from nodes where subsume_key != ''")
+            return {r["subsume_key"] for r in rows if r["subsume_key"]}
+        found: set[str] = set()
+        for start in range(0, len(fingerprints), 500):
+            chunk = fingerprints[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._rows(
+                f"select distinct subsume_key from nodes where fingerprint in ({marks})", chunk
+            )
+            found |= {r["subsume_key"] for r in rows if r["subsume_key"]}
+        return found
 
     def _forgettable(self, before: float, keep: Iterable[str]) -> list[str]:
         rows = self.db.execute(

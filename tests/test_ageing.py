@@ -65,6 +65,24 @@ def test_operators_unused_since_the_cutoff_go_with_their_edges_and_meta(two_quer
     assert qtree.forget(before=3000.0) == set()
 
 
+def test_meta_naming_a_subsumption_key_goes_with_its_last_operator(two_queries):
+    """A lift refusal names an aggregate by its subsumption key, not a fingerprint: it is
+    forgotten when no operator has that key any more, and kept while one does."""
+    qtree, old, recent, _ = two_queries
+    recent_aggregate = recent.children[0]
+    keys = {old.fingerprint: "aggregate:gone", recent_aggregate.fingerprint: "aggregate:kept"}
+    for fingerprint, key in keys.items():
+        qtree.db.execute(
+            "update nodes set subsume_key = ? where fingerprint = ?", [key, fingerprint]
+        )
+    qtree.set_meta("lift.refused:aggregate:gone:0123456789abcdef", "too large")
+    qtree.set_meta("lift.refused:aggregate:kept:0123456789abcdef", "too large")
+    qtree.forget(before=3000.0)
+    meta = qtree.meta_items()
+    assert "lift.refused:aggregate:gone:0123456789abcdef" not in meta
+    assert meta["lift.refused:aggregate:kept:0123456789abcdef"] == "too large"
+
+
 def test_a_kept_operator_keeps_everything_under_it(two_queries):
     qtree, old, recent, shared = two_queries
     assert qtree.forget(before=3000.0, keep={old.fingerprint}) == set()

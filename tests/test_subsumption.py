@@ -284,6 +284,35 @@ def test_a_lifted_aggregate_too_large_is_not_tried_again(
     cs.close()
 
 
+def test_other_aggregates_of_the_same_input_do_not_count_as_evidence(
+    spark, params_table, tmp_path, monkeypatch
+):
+    """Only the same grouping and outputs under other values decide a lift: an aggregate of
+    the same rows by another, larger grouping (20 groups, over the bound the measured groups
+    allow: refused for itself) neither starts nor prevents it."""
+    import importlib
+
+    lift = importlib.import_module("criss.planner.lift")
+    monkeypatch.setattr(lift, "LIFT_MAX_ROWS", 1000)  # lifted only from <= 10 groups
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    for n in (1, 2):
+        _, summary = _through(
+            cs, spark, f"select x, count(*) c from params_t where v > {n} group by x"
+        )
+    refused = [k for k in cs.qtree.meta_items() if k.startswith(lift.LIFT_REFUSED)]
+    assert len(refused) == 1 and cs.qtree.meta(refused[0]).startswith("too large: 2")
+    wanted = [
+        f"select h, count(*) c, sum(x) s from params_t where v > {n} group by h" for n in (1, 3, 5)
+    ]
+    _, summary = _through(cs, spark, wanted[0])
+    assert summary.get("aggregates_lifted", 0) == 0  # the x groups are no evidence
+    _, summary = _through(cs, spark, wanted[1])
+    assert summary.get("aggregates_lifted", 0) == 1, cs.explain(cs.sql(wanted[1]))
+    _, summary = _through(cs, spark, wanted[2])
+    assert _rule_count(summary, AGGREGATE_ROLLUP) == 1
+    cs.close()
+
+
 def test_parameters_under_joins_are_lifted_from_every_filter(tpch, tmp_path):
     """TPC-H Q4 (the order date under a semi join) and Q5 (the date at the orders scan, the
     region at the region scan, four joins apart) lifted, then rolled up."""

@@ -8,7 +8,7 @@ without their conditions, caches that (a job of its own, in place of the query's
 computation of the aggregate), and serves this query from it by an aggregate roll-up with
 the parameters as a filter on the cached groups (``criss.qtree.subsume``). A lifted result
 that comes out larger than ``LIFT_MAX_ROWS``, or that cannot serve the query, is not tried
-again for that aggregate (QTree meta ``lift.refused:<key>``).
+again for that aggregate (QTree meta ``lift.refused:<key>:<grouping and outputs>``).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
     Derivation,
+    aggregate_identity,
     derive,
     lift_sites,
     lifted_columns,
-    recurs_with_other_parameters,
     subsumption_key,
+    under_other_parameters,
 )
 from criss.records import Served
 
@@ -84,18 +85,23 @@ def _lift_one(
         return None
     key, shape = keyed
     columns = lifted_columns(shape)
-    if columns is None or qtree.meta(LIFT_REFUSED + key) is not None:
+    refusal = LIFT_REFUSED + aggregate_identity(key, shape)
+    if columns is None or qtree.meta(refusal) is not None:
         return None
-    siblings = [(fp, s) for fp, s in qtree.subsumers(key) if fp != node.fingerprint]
-    if not recurs_with_other_parameters(shape, [s for _, s in siblings]):
-        return None
-    measured = [s for s in (qtree.get(fp) for fp, _ in siblings) if s is not None]
+    siblings = [
+        fp
+        for fp, sibling in qtree.subsumers(key)
+        if fp != node.fingerprint and under_other_parameters(shape, sibling)
+    ]
+    if not siblings:
+        return None  # no evidence yet that the template recurs with other values
+    measured = [s for s in (qtree.get(fp) for fp in siblings) if s is not None]
     if max((s.texec or 0.0 for s in measured), default=0.0) < rules.min_texec:
         return None  # the aggregate is cheap to compute: nothing to win
     groups = max((s.rows or 0 for s in measured), default=0)
     if groups * LIFT_GROWTH > LIFT_MAX_ROWS:
         qtree.set_meta(
-            LIFT_REFUSED + key,
+            refusal,
             f"too large: {groups:,} groups measured under other parameters, "
             f"x{LIFT_GROWTH} when lifted > {LIFT_MAX_ROWS:,} rows",
         )
@@ -103,10 +109,10 @@ def _lift_one(
     try:
         sites = lift_sites(node, columns)
         lifted = session.bridge.lifted_aggregate(work.captured.node_at(node.path), sites)
-        found = _cache_lifted(work, view, lifted, shape, key)
+        found = _cache_lifted(work, view, lifted, shape, key, refusal)
     except Exception as exc:  # any type: the query runs as it would have, unlifted
         log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
-        qtree.set_meta(LIFT_REFUSED + key, str(exc)[:200])
+        qtree.set_meta(refusal, str(exc)[:200])
         return None
     if found is None:
         return None
@@ -120,9 +126,10 @@ def _lift_one(
     )
 
 
-def _cache_lifted(work, view, lifted, shape, key) -> tuple[str, Derivation] | None:
+def _cache_lifted(work, view, lifted, shape, key, refusal) -> tuple[str, Derivation] | None:
     """Compute and cache the lifted aggregate (a planned query of its own, recorded in the
-    QTree); its fingerprint and how it serves ``shape``, or None (refused from now on)."""
+    QTree); its fingerprint and how it serves ``shape``, or None (meta ``refusal`` set: not
+    tried again)."""
     session = work.session
     captured = session.bridge.capture(lifted)
     tree = session.canonical_tree(captured)
@@ -141,9 +148,7 @@ def _cache_lifted(work, view, lifted, shape, key) -> tuple[str, Derivation] | No
     keyed = subsumption_key(top)
     derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1])
     if derivation is None or (stats is not None and (stats.rows or 0) > LIFT_MAX_ROWS):
-        session.qtree.set_meta(
-            LIFT_REFUSED + key, "too large" if derivation is not None else "cannot serve"
-        )
+        session.qtree.set_meta(refusal, "too large" if derivation is not None else "cannot serve")
         _drop(work, top.fingerprint)
         return None
     view.is_cached(top.fingerprint)
