@@ -284,6 +284,31 @@ def test_a_lifted_aggregate_too_large_is_not_tried_again(
     cs.close()
 
 
+@pytest.mark.parametrize(
+    ("condition", "lifted"),
+    [("v > {n}", True), ("v > {n} and d <= date '2020-01-2{n}'", False)],
+    ids=["one-lifted-column", "two-lifted-columns"],
+)
+def test_each_lifted_column_multiplies_the_groups_expected(
+    spark, params_table, tmp_path, monkeypatch, condition, lifted
+):
+    """One group lifted over one column is expected to make 100 (under the bound of 5,000
+    set here); over two columns 10,000: refused before any job (TPC-H Q6's three columns)."""
+    import importlib
+
+    lift = importlib.import_module("criss.planner.lift")
+    monkeypatch.setattr(lift, "LIFT_MAX_ROWS", 5000)
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    for n in (1, 2, 3):
+        sql = f"select count(*) c, sum(x) s from params_t where {condition.format(n=n)}"
+        _, summary = _through(cs, spark, sql)
+        assert summary.get("aggregates_lifted", 0) == (lifted and n == 2), cs.explain(cs.sql(sql))
+    refused = [cs.qtree.meta(k) for k in cs.qtree.meta_items() if k.startswith(lift.LIFT_REFUSED)]
+    assert len(refused) == (0 if lifted else 1)
+    if not lifted:
+        assert "x100 for each of 2 lifted columns" in refused[0], refused
+
+
 def test_other_aggregates_of_the_same_input_do_not_count_as_evidence(
     spark, params_table, tmp_path, monkeypatch
 ):

@@ -41,10 +41,12 @@ log = logging.getLogger("criss")
 LIFT_REFUSED = "lift.refused:"
 #: A lifted aggregate larger than this is dropped and not tried again.
 LIFT_MAX_ROWS = 200_000
-#: Lifting multiplies an aggregate's groups by the values its lifted columns take in each
-#: group (a date column: hundreds to thousands). An aggregate whose measured result already
-#: has more than ``LIFT_MAX_ROWS / LIFT_GROWTH`` rows is not lifted: the lifted result would
-#: be refused, after a job over the unfiltered input (TPC-H Q10 at SF 1: 12 s, 190 MB).
+#: Lifting multiplies an aggregate's groups by the values each lifted column it does not
+#: group by already takes in each group (a date column: hundreds to thousands). An aggregate
+#: whose measured groups times ``LIFT_GROWTH`` per such column exceed ``LIFT_MAX_ROWS`` is
+#: not lifted: the lifted result would be refused, after a job over the unfiltered input
+#: (TPC-H Q10 at SF 1: 12 s and 190 MB for 37,047 groups; Q6: 5.5 s for one group over
+#: three columns).
 LIFT_GROWTH = 100
 
 
@@ -99,11 +101,13 @@ def _lift_one(
     if max((s.texec or 0.0 for s in measured), default=0.0) < rules.min_texec:
         return None  # the aggregate is cheap to compute: nothing to win
     groups = max((s.rows or 0 for s in measured), default=0)
-    if groups * LIFT_GROWTH > LIFT_MAX_ROWS:
+    new_columns = [c for c in columns if c not in shape.grouping]
+    if groups * LIFT_GROWTH ** len(new_columns) > LIFT_MAX_ROWS:
         qtree.set_meta(
             refusal,
             f"too large: {groups:,} groups measured under other parameters, "
-            f"x{LIFT_GROWTH} when lifted > {LIFT_MAX_ROWS:,} rows",
+            f"x{LIFT_GROWTH} for each of {len(new_columns)} lifted columns > "
+            f"{LIFT_MAX_ROWS:,} rows",
         )
         return None
     try:
