@@ -310,20 +310,25 @@ def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
     return tuple(columns)
 
 
+def _aggregate_template(shape: Shape) -> list[Any]:
+    """What makes two aggregates the same one whatever their filter values."""
+    return [list(shape.grouping), [o.text for o in shape.outputs]]
+
+
 def aggregate_identity(key: str, shape: Shape) -> str:
     """One aggregate whatever its filter values: its subsumption key (what it reads) with a
     digest of its grouping and outputs. Many aggregates of one input share ``key``."""
-    what = json.dumps([list(shape.grouping), [o.text for o in shape.outputs]])
+    what = json.dumps(_aggregate_template(shape))
     return f"{key}:{hashlib.sha256(what.encode()).hexdigest()[:16]}"
 
 
 def under_other_parameters(shape: Shape, sibling: Shape) -> bool:
-    """Whether ``sibling`` computed the same grouping and outputs as ``shape`` under other
-    filter values (a lifted result, grouped by more columns, is not one)."""
+    """Whether ``sibling`` is the same aggregate as ``shape`` (the one
+    :func:`aggregate_identity` names) under other filter values; a lifted result, grouped
+    by more columns, is not."""
     return (
         sibling.kind == "aggregate"
-        and sibling.grouping == shape.grouping
-        and [o.text for o in sibling.outputs] == [o.text for o in shape.outputs]
+        and _aggregate_template(sibling) == _aggregate_template(shape)
         and sibling.atoms != shape.atoms
     )
 

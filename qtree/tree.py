@@ -344,10 +344,10 @@ class QTree:
         try:
             with self.db.conn:
                 doomed = self._forgettable(before, keep)
-                keys = self._subsumption_keys(doomed)
+                keys = self._subsumption_keys("fingerprint", doomed)
                 self._delete_operators(doomed)
                 gone = set(doomed)
-                dead_keys = keys - self._subsumption_keys()
+                dead_keys = keys - self._subsumption_keys("subsume_key", sorted(keys))
                 named = [
                     row["key"]
                     for row in self._rows("select key from meta where key like '%:%'")
@@ -362,17 +362,14 @@ class QTree:
             self._graph = None
         return gone
 
-    def _subsumption_keys(self, fingerprints: list[str] | None = None) -> set[str]:
-        """The subsumption keys of ``fingerprints`` (of every operator when None)."""
-        if fingerprints is None:
-            rows = self._rows("select distinct subsume_key from nodes where subsume_key != ''")
-            return {r["subsume_key"] for r in rows if r["subsume_key"]}
+    def _subsumption_keys(self, column: str, values: list[str]) -> set[str]:
+        """The subsumption keys of the operators whose ``column`` is one of ``values``."""
         found: set[str] = set()
-        for start in range(0, len(fingerprints), 500):
-            chunk = fingerprints[start : start + 500]
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._rows(
-                f"select distinct subsume_key from nodes where fingerprint in ({marks})", chunk
+                f"select distinct subsume_key from nodes where {column} in ({marks})", chunk
             )
             found |= {r["subsume_key"] for r in rows if r["subsume_key"]}
         return found
