@@ -21,7 +21,7 @@ class BenefitModel(Protocol):
     name: str
 
     def benefit(
-        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
     ) -> float:
         """Higher is more worth keeping; a model may return <= 0 for "never cache"."""
         ...
@@ -33,7 +33,7 @@ class CrissBenefit:
     name = "criss"
 
     def benefit(
-        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
     ) -> float:
         transfer = size_bytes / bandwidth
         return recency * (ref * (texec - transfer) - transfer)
@@ -45,7 +45,7 @@ class RecyclerBenefit:
     name = "recycler"
 
     def benefit(
-        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
     ) -> float:
         return ref * texec / max(size_bytes, 1.0)
 
@@ -60,7 +60,7 @@ class LruBenefit:
     name = "lru"
 
     def benefit(
-        self, *, ref: int, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
     ) -> float:
         transfer = size_bytes / bandwidth
         return recency if ref * (texec - transfer) - transfer > 0 else 0.0

@@ -13,8 +13,11 @@ estimated Texec: its stages × the learned seconds per stage (Spark's fixed cost
 input bytes at the learned input rate; if that reaches ``min_texec`` it is cached to
 measure it once it recurs (``min_ref``). A first-seen query's result (``eager_results``)
 is not held to ``min_texec`` (the job that writes it is the query's own computation, not
-an extra one): it is cached when the benefit model says one repeat would pay for it, with
-the result's size estimated from the learned result bytes per input byte.
+an extra one): it is cached when the benefit model says the repeats expected of it would
+pay for it and for what caching on first sight adds to the query's time. The expected
+repeats are measured: how often a query's result had been seen before, over the home's
+recent queries (an analyst re-running queries; a stream of ever new parameters). The
+result's size is estimated from the learned result bytes per input byte.
 
 >>> from criss.policies.decisions import Decision, describe
 >>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
@@ -46,6 +49,11 @@ STAGE_BOUNDARIES = frozenset(
 )
 #: Where a decision's numbers came from.
 MEASURED, ESTIMATE = "measured", "estimate"
+#: What caching a first-seen result in the user's action adds to the query's time, as a
+#: share of it: measured 1.089x plain Spark over the 22 TPC-H templates at SF 1, of which
+#: planning (done with or without caching) is ~0.03
+#: (experiments/results/issue22/first-sight-paths-sf1-engine.json).
+FIRST_SIGHT_COST = 0.06
 
 #: Reason code → the words every reader shows (formatted with the decision's numbers).
 REASONS: Mapping[str, str] = {
@@ -53,8 +61,9 @@ REASONS: Mapping[str, str] = {
     "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
     "eager_result": (
-        "a first-seen query's result, cached eagerly: one repeat would save {benefit:.3g} "
-        "(estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
+        "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
+        "expected of a first-seen result here would save {expected_gain:.3f}s more than "
+        "caching it costs (estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
     ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
@@ -83,8 +92,11 @@ REASONS: Mapping[str, str] = {
         "{scanned_bytes} input bytes at {scan_rate:.3g} B/s) < min_texec {min_texec}s"
     ),
     "eager_no_benefit": (
-        "a first-seen query's result: one repeat would not pay for caching it (estimated "
-        "benefit {benefit:.3g}: Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
+        "a first-seen query's result: the {expected_repeats:.2f} repeats expected of a "
+        "first-seen result here would not pay for caching it (expected gain "
+        "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s, "
+        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
+        "Texec)"
     ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
     "outranked_unmeasured": "another operator on its branch ranks higher",
@@ -139,11 +151,14 @@ class CachingRules:
     min_texec: float = 0.2
     eager_results: bool = True
     results_only: bool = False
+    #: Repeats a first-seen result can expect, measured over the recent queries.
+    expected_repeats: float = 1.0
+    first_sight_cost: float = FIRST_SIGHT_COST
 
     def benefit(self, stats: NodeStats) -> float:
         return self.benefit_of(stats, stats.ref, stats.texec or 0.0, stats.size_bytes or 0)
 
-    def benefit_of(self, stats: NodeStats, ref: int, texec: float, size_bytes: float) -> float:
+    def benefit_of(self, stats: NodeStats, ref: float, texec: float, size_bytes: float) -> float:
         recency = max(stats.last_access - self.start_time, 1e-3)
         return self.policy.benefit(
             ref=ref,
@@ -268,12 +283,25 @@ def _unmeasured_verdict(
 def _eager_verdict(
     node: PlanNode, stats: NodeStats, scanned: int, numbers: dict[str, Any], rules: CachingRules
 ) -> _Verdict:
-    """A first-seen result, valued by the benefit model as if it recurred once."""
+    """A first-seen result, valued by the benefit model with the repeats a first-seen
+    result is measured to get here, less what caching it on first sight adds."""
     size = scanned * rules.result_ratio
-    benefit = rules.benefit_of(stats, 1, numbers["estimated_texec"], size)
-    numbers = {**numbers, "estimated_size": size, "result_ratio": rules.result_ratio}
-    numbers["benefit"] = benefit
-    if measured_score(benefit) is None:
+    texec = numbers["estimated_texec"]
+    repeats = rules.expected_repeats
+    transfer = size / rules.disk_bandwidth
+    # seconds the expected repeats save, less writing and the first sight's added time
+    gain = repeats * (texec - transfer) - transfer - rules.first_sight_cost * texec
+    benefit = rules.benefit_of(stats, repeats, texec, size)
+    numbers = {
+        **numbers,
+        "estimated_size": size,
+        "result_ratio": rules.result_ratio,
+        "expected_repeats": repeats,
+        "first_sight_cost": rules.first_sight_cost,
+        "expected_gain": gain,
+        "benefit": benefit,
+    }
+    if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)
     return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))

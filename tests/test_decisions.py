@@ -125,6 +125,24 @@ def test_an_eager_result_goes_through_the_benefit_model():
     assert "would not pay" in describe(got[()])
 
 
+@pytest.mark.parametrize(
+    ("expected_repeats", "action"), [(0.02, SKIP), (0.04, SKIP), (0.3, CACHE), (3.0, CACHE)]
+)
+def test_a_first_seen_result_is_cached_only_if_results_here_are_repeated_often_enough(
+    expected_repeats, action
+):
+    """Where first-seen results are rarely repeated (ever new parameters), caching each on
+    first sight costs more than the few repeats save: the measured repeats decide."""
+    unseen = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
+    got = _decide(unseen, expected_repeats=expected_repeats, stage_seconds=0.5)
+    assert got[()].action == action
+    assert got[()].reason == ("eager_result" if action == CACHE else "eager_no_benefit")
+    numbers = got[()].numbers
+    assert numbers["expected_repeats"] == expected_repeats
+    assert (numbers["expected_gain"] > 0) == (action == CACHE)
+    assert f"{expected_repeats:.2f} repeats expected" in describe(got[()])
+
+
 def test_reused_subtrees_are_not_decided_and_their_bytes_are_not_estimated():
     stats = {fp: _stats(fp, 2) for fp in ("agg", "join", "filt")}
     got = _decide(stats, reused=[(0,)])
@@ -166,6 +184,9 @@ def test_every_reason_renders_with_its_numbers():
         "scanned_bytes": 1000,
         "scan_rate": 64e6,
         "estimated_size": 10.0,
+        "expected_repeats": 0.5,
+        "expected_gain": 0.2,
+        "first_sight_cost": 0.06,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

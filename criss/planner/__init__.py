@@ -17,7 +17,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from criss.planner.capture import capture_query
-from criss.planner.decide import caching_rules, chosen_paths, decide_operators, operator_records
+from criss.planner.decide import (
+    caching_rules,
+    chosen_paths,
+    decide_operators,
+    learn_repeat,
+    operator_records,
+)
 from criss.planner.lift import lift
 from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
@@ -64,6 +70,7 @@ def plan_query(
         lift(work, view, served, rules)
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
+        learn_repeat(session, matched)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
     if chosen:

@@ -16,6 +16,7 @@ from criss.policies.decisions import (
     QueryFacts,
     decide_caching,
 )
+from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
 
@@ -40,6 +41,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         min_texec=options.min_texec,
         eager_results=options.eager_results,
         results_only=options.reuse_scope == "results",
+        expected_repeats=session.learning.expected_repeats,
     )
 
 
@@ -52,6 +54,15 @@ def decide_operators(
     for path, (reuse, _) in served.items():
         decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})
     return decisions
+
+
+def learn_repeat(session: CrissSession, matched: Match) -> None:
+    """Count whether this query's result had been seen before: the expected repeats of a
+    first-seen result (the eager decision) come from it."""
+    result = result_node(matched.tree)
+    seen = matched.observations.get(result.fingerprint)
+    if seen is not None and storable(result) and not result.uncacheable:
+        session.learning.learn_repeat(seen.stats.ref > 1)
 
 
 def chosen_paths(decisions: dict[OperatorPath, Decision]) -> list[OperatorPath]:

@@ -43,6 +43,13 @@ PARQUET_RATIO_MIN_BYTES = 1 << 20
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
 _BLEND = 0.3
+#: Share of queries whose result had been seen before, assumed before any was planned: one
+#: repeat per first-seen result, so a new home caches first-seen results eagerly.
+DEFAULT_REPEAT_SHARE = 0.5
+#: Weight of one query in that share: about the last 16 queries count.
+_REPEAT_BLEND = 1 / 16
+#: Repeats per first-seen result beyond which more make no difference to a decision.
+_MAX_EXPECTED_REPEATS = 100.0
 
 
 @dataclass
@@ -88,9 +95,27 @@ class Learning:
             self._rates[name] = float(self.qtree.meta(name, default))
         return self._rates[name]
 
-    def _blend(self, name: str, default: float, observed: float) -> None:
-        self._rates[name] = (1 - _BLEND) * self._rate(name, default) + _BLEND * observed
+    def _blend(self, name: str, default: float, observed: float, weight: float = _BLEND) -> None:
+        self._rates[name] = (1 - weight) * self._rate(name, default) + weight * observed
         self.qtree.set_meta(name, self._rates[name])
+
+    @property
+    def repeat_share(self) -> float:
+        """Share of the recent queries whose result had been seen before (kept in the
+        home: a new application starts from what the last one saw)."""
+        return self._rate("repeat_share", DEFAULT_REPEAT_SHARE)
+
+    @property
+    def expected_repeats(self) -> float:
+        """Repeats a first-seen result can expect: recent repeats per recent first sight."""
+        share = self.repeat_share
+        if share >= 1:
+            return _MAX_EXPECTED_REPEATS
+        return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
+
+    def learn_repeat(self, repeated: bool) -> None:
+        """Blend in whether a query's result had been seen before it."""
+        self._blend("repeat_share", DEFAULT_REPEAT_SHARE, float(repeated), _REPEAT_BLEND)
 
     @property
     def scan_rate(self) -> float:
