@@ -99,6 +99,10 @@ REASONS: Mapping[str, str] = {
         "Texec)"
     ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
+    "cheap_to_compute": (
+        "measured Texec {texec:.3f}s < min_texec {min_texec}s: inside a query, cheaper to "
+        "compute again than to read back (a read changes the plan Spark compiles)"
+    ),
     "outranked_unmeasured": "another operator on its branch ranks higher",
 }
 
@@ -232,6 +236,9 @@ def _measured_verdict(
     if not is_result and table_copy(node) and keeps_most_rows(stats.rows, table):
         numbers = {"rows": stats.rows, "table_rows": table}
         return _Verdict(None, Decision(SKIP, "table_copy_most_rows", numbers, source))
+    if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
+        numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
+        return _Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
     benefit = rules.benefit(stats)
     numbers = {
         "benefit": benefit,

@@ -222,16 +222,21 @@ def plan_reuse(
     is_cached: Callable[[str], bool],
     cached_relatives: Callable[[str], list[Relative]] = lambda key: [],
     cached_subsumers: Callable[[str], list[tuple[str, Shape]]] = lambda key: [],
+    worth_reading: Callable[[PlanNode, str], bool] = lambda node, fingerprint: True,
 ) -> list[Reuse]:
     """Top-down: the highest operators servable from the cache (none nested).
 
     An exact match wins; otherwise a rewrite rule may serve the operator from a relative,
-    or a cached result under other filter parameters from which it can be computed.
+    or a cached result under other filter parameters from which it can be computed. An
+    operator not ``worth_reading`` from an entry (measured, as itself or as that entry's
+    operator, cheaper to compute than to read back) is not served, nor is anything under it.
     """
     found: list[Reuse] = []
 
     def visit(node: PlanNode) -> None:
         if storable(node):
+            if not worth_reading(node, node.fingerprint):
+                return
             if is_cached(node.fingerprint):
                 found.append(Reuse(node.path, node.fingerprint))
                 return
@@ -240,7 +245,8 @@ def plan_reuse(
             if reuse is None:
                 reuse = match_subsuming(node, cached_subsumers)
             if reuse is not None:
-                found.append(reuse)
+                if worth_reading(node, reuse.fingerprint):
+                    found.append(reuse)
                 return
         for child in node.children:
             visit(child)

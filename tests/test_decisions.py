@@ -75,6 +75,22 @@ def test_each_branch_caches_its_largest_benefit_and_says_why_the_others_lost():
     assert got[(0, 0, 0)].reason == "not_storable"  # a relation is never stored
 
 
+def test_an_operator_measured_cheaper_than_min_texec_is_cached_only_as_a_result():
+    """Inside a query, reading back what takes 0.1 s to compute saves nothing: the read
+    changes the plan Spark compiles. A whole result is still cached (a repeat runs no job)."""
+    stats = {
+        "agg": _stats("agg", 3, texec=0.15, size=1000),
+        "join": _stats("join", 3, texec=0.1, size=1000),
+        "filt": _stats("filt", 3, texec=0.05, size=1000),
+    }
+    got = _decide(stats)
+    assert got[(0,)].action == SKIP and got[(0,)].reason == "cheap_to_compute"
+    assert got[(0,)].numbers == {"texec": 0.1, "min_texec": 0.2}
+    assert "cheaper to compute again than to read back" in describe(got[(0,)])
+    assert got[()].action == CACHE and got[()].reason == "largest_benefit"
+    assert _decide(stats, min_texec=0.05)[(0,)].reason == "outranked"  # judged by benefit again
+
+
 def test_a_first_seen_result_is_cached_eagerly_on_an_estimate():
     got = _decide({fp: _stats(fp, 1) for fp in ("agg", "join", "filt")})
     assert got[()].action == CACHE and got[()].reason == "eager_result"
@@ -187,6 +203,7 @@ def test_every_reason_renders_with_its_numbers():
         "expected_repeats": 0.5,
         "expected_gain": 0.2,
         "first_sight_cost": 0.06,
+        "texec": 0.1,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

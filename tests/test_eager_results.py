@@ -57,9 +57,36 @@ def test_repeats_bring_eager_caching_back(tpch, tmp_path):
         for modulus in range(FIRST_SIGHTS):
             cs.sql(NEW_PARAMETERS.format(modulus + 3)).collect()
         assert cs.learning.expected_repeats < 0.06
-        for _ in range(3):  # an analyst going back over the same few queries
+        for _ in range(4):  # an analyst going back over the same few queries
             for modulus in range(4):
                 cs.sql(NEW_PARAMETERS.format(modulus + 3)).collect()
         assert cs.learning.expected_repeats > 0.5
         cs.sql(NEW_PARAMETERS.format(2003)).collect()
         assert _result_decision(cs).reason == "eager_result"
+
+
+PER_CUSTOMER = "select o_custkey, sum(o_totalprice) as spent from orders group by o_custkey"
+TOP_SPENDERS = f"select count(*) as n, max(spent) as top from ({PER_CUSTOMER}) where spent > 1000"
+AVERAGE_SPENT = f"select avg(spent) as mean from ({PER_CUSTOMER})"
+
+
+def test_a_cached_operator_measured_cheaper_than_min_texec_is_computed_inside_a_query(
+    tpch, tmp_path
+):
+    """Reading back what is measured to take less than ``min_texec`` saves nothing inside
+    another query; with a lower ``min_texec`` the same entry serves it."""
+    home = str(tmp_path / "h")
+    with criss.session(tpch, home=home, min_texec=60.0) as cs:
+        cs.sql(PER_CUSTOMER).collect()
+        cs.report()  # the action's statistics, settled
+        inner = result_node(cs.canonical_tree(cs.last_record.captured))
+        measured = cs.qtree.get(inner.fingerprint).texec
+        assert measured is not None and measured < 60.0
+        assert cs.cache.lookup(inner.fingerprint) is not None
+        df = cs.sql(TOP_SPENDERS)
+        assert_same_rows(df.collect(), tpch.sql(TOP_SPENDERS).collect())
+        assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(df)
+    with criss.session(tpch, home=home, min_texec=0.0) as cs:
+        df = cs.sql(AVERAGE_SPENT)
+        assert_same_rows(df.collect(), tpch.sql(AVERAGE_SPENT).collect())
+        assert cs.last_query_summary()["operators_reused"] >= 1

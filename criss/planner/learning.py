@@ -43,11 +43,12 @@ PARQUET_RATIO_MIN_BYTES = 1 << 20
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
 _BLEND = 0.3
-#: Share of queries whose result had been seen before, assumed before any was planned: one
-#: repeat per first-seen result, so a new home caches first-seen results eagerly.
-DEFAULT_REPEAT_SHARE = 0.5
-#: Weight of one query in that share: about the last 16 queries count.
-_REPEAT_BLEND = 1 / 16
+#: Queries whose result had been seen before are counted with this weight per query's
+#: age in queries (about the last 50 count), so the count follows a workload that changes.
+_REPEAT_DECAY = 1 - 1 / 50
+#: Repeats and queries assumed before any was counted: one in two, so a new home caches
+#: first-seen results eagerly, and a handful of first sights in a row outweigh it.
+_PRIOR_REPEATS, _PRIOR_QUERIES = 1.0, 2.0
 #: Repeats per first-seen result beyond which more make no difference to a decision.
 _MAX_EXPECTED_REPEATS = 100.0
 
@@ -95,15 +96,16 @@ class Learning:
             self._rates[name] = float(self.qtree.meta(name, default))
         return self._rates[name]
 
-    def _blend(self, name: str, default: float, observed: float, weight: float = _BLEND) -> None:
-        self._rates[name] = (1 - weight) * self._rate(name, default) + weight * observed
+    def _blend(self, name: str, default: float, observed: float) -> None:
+        self._rates[name] = (1 - _BLEND) * self._rate(name, default) + _BLEND * observed
         self.qtree.set_meta(name, self._rates[name])
 
     @property
     def repeat_share(self) -> float:
-        """Share of the recent queries whose result had been seen before (kept in the
+        """Share of the recent queries whose result had been seen before (counted in the
         home: a new application starts from what the last one saw)."""
-        return self._rate("repeat_share", DEFAULT_REPEAT_SHARE)
+        repeats = self._rate("recent_repeats", 0.0) + _PRIOR_REPEATS
+        return repeats / (self._rate("recent_queries", 0.0) + _PRIOR_QUERIES)
 
     @property
     def expected_repeats(self) -> float:
@@ -114,8 +116,10 @@ class Learning:
         return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
 
     def learn_repeat(self, repeated: bool) -> None:
-        """Blend in whether a query's result had been seen before it."""
-        self._blend("repeat_share", DEFAULT_REPEAT_SHARE, float(repeated), _REPEAT_BLEND)
+        """Count a query whose result had (or had not) been seen before it."""
+        for name, add in (("recent_repeats", float(repeated)), ("recent_queries", 1.0)):
+            self._rates[name] = self._rate(name, 0.0) * _REPEAT_DECAY + add
+            self.qtree.set_meta(name, self._rates[name])
 
     @property
     def scan_rate(self) -> float:

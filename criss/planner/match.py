@@ -65,7 +65,19 @@ class CacheView:
         rewritten = self._rewritten_result(tree)
         if rewritten is not None:
             return [rewritten]
-        found = plan_reuse(tree, self.is_cached, self.cached_relatives, self.cached_subsumers)
+        result = result_node(tree).path
+        min_texec = self.session.options.min_texec
+
+        def worth_reading(node: PlanNode, fingerprint: str) -> bool:
+            # a query's whole result always is: serving it saves Spark's per-query cost too
+            if node.path == result:
+                return True
+            stats = self.session.qtree.get(fingerprint)
+            return stats is None or stats.texec is None or stats.texec >= min_texec
+
+        found = plan_reuse(
+            tree, self.is_cached, self.cached_relatives, self.cached_subsumers, worth_reading
+        )
         if self.session.options.reuse_scope == "results":  # an exact-result cache
             wanted = result_node(tree).path
             found = [r for r in found if r.path == wanted and r.rule == "exact"]
