@@ -176,3 +176,22 @@ def test_a_copy_keeping_most_of_its_tables_rows_is_not_cached(tpch, tmp_path):
     assert f"keeping {orders} of its {orders} rows" in lines[orders], lines[orders]
     assert "CACHED as" not in lines[orders]
     assert "CACHED as" in lines[orders // 100], lines[orders // 100]
+
+
+def test_an_aggregate_under_a_having_is_credited_with_its_final_stage(spark, tmp_path):
+    """Spark fuses the final aggregate, the HAVING's Filter, the Project and the outer
+    count's partial aggregate into one pipeline, timed as a whole: the inner aggregate's
+    Texec includes it, else its measured Texec is that of its first stage alone (and the
+    outer count, one row out of an exchange, would seem to cost the final merge)."""
+    path = str(tmp_path / "keys")
+    spark.range(3_000_000).selectExpr("id % 700000 as k", "id as v").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("keyed")
+    sql = "select count(*) from (select k from keyed group by k having sum(v) > 100)"
+    with criss.session(spark, home=str(tmp_path / "home"), eager_results=False) as cs:
+        cs.sql(sql).collect()
+        cs.report()
+        tree = cs.canonical_tree(cs.bridge.capture(spark.sql(sql)))
+        grouped = next(n for n in tree.walk() if n.op == "Aggregate" and n.path)
+        aggregate, outer = cs.qtree.get(grouped.fingerprint), cs.qtree.get(tree.fingerprint)
+        assert aggregate.stats_source == EXECUTED_PLAN and aggregate.texec > 0
+        assert aggregate.texec == pytest.approx(outer.texec, rel=0.1)

@@ -33,6 +33,8 @@ _NANOSECOND_METRICS = {"shuffleWriteTime"}
 _PIPELINE_BREAKERS = ("Exchange", "QueryStageExec", "AdaptiveSparkPlanExec")
 
 Path = tuple[int, ...]
+#: Logical operators that only select rows or columns (cheap beside a fused aggregate/join).
+_ROW_SELECTING = frozenset({"Project", "Filter", "SubqueryAlias", "LocalLimit", "GlobalLimit"})
 
 
 def operator_metrics(bridge: CatalystBridge, qe: Any, physical: Any) -> dict[Path, OperatorMetrics]:
@@ -96,11 +98,14 @@ class _MetricsWalk:
             key = self.paths.get(self._restored(link.get()))
         return None if key is None else tuple(int(i) for i in key.split(",") if i)
 
-    def visit(self, p: Any, enclosing: list[float] | None) -> Path | None:
+    def visit(
+        self, p: Any, enclosing: list[float] | None, members: list[Path] | None = None
+    ) -> Path | None:
         """Record ``p``'s metrics; return the operator it belongs to (its own or its child's).
 
         ``enclosing`` collects the times of pipelines nested in the one above ``p`` (in the
-        same stage), which that pipeline's own time includes.
+        same stage), which that pipeline's own time includes; ``members`` the operators of
+        the pipeline ``p`` is in.
         """
         name = p.getClass().getSimpleName()
         if name == "AdaptiveSparkPlanExec":
@@ -112,14 +117,18 @@ class _MetricsWalk:
         metrics, seconds = _metrics_of(p)
         if name == "WholeStageCodegenExec":
             return self._visit_codegen(p, seconds, enclosing)
-        inner = None if name.endswith(_PIPELINE_BREAKERS) else enclosing
+        breaker = name.endswith(_PIPELINE_BREAKERS)
+        inner = None if breaker else enclosing
         kids = p.children()
-        child_paths = [self.visit(kids.apply(i), inner) for i in range(kids.size())]
+        inside = None if breaker else members
+        child_paths = [self.visit(kids.apply(i), inner, inside) for i in range(kids.size())]
         path = self._path_of(p)  # the root's path () is falsy: compare with None
         if path is None:
             path = next((c for c in child_paths if c is not None), None)
         if path is None:
             return None
+        if members is not None and not breaker:
+            members.append(path)
         entry = self.found.setdefault(path, OperatorMetrics())
         if "numOutputRows" in metrics:
             entry.rows = metrics["numOutputRows"]  # visited after its children: topmost wins
@@ -128,13 +137,26 @@ class _MetricsWalk:
 
     def _visit_codegen(self, p: Any, seconds: float, enclosing: list[float] | None) -> Path | None:
         """A whole-stage pipeline: its time, less the pipelines nested in it, goes to the
-        operator its single child belongs to."""
+        lowest operator in it that does more than select rows or columns (the final
+        aggregate under a HAVING's Filter and Project and the partial aggregate of an outer
+        query, the join under its Project). The operators fused above it are in its time
+        anyway (a Texec counts the subtree), while crediting the top one would leave the
+        aggregate's or join's Texec without its own work. A pipeline of Filters and
+        Projects only credits its top one."""
         nested: list[float] = []
-        path = self.visit(p.children().apply(0), nested)
+        members: list[Path] = []
+        path = self.visit(p.children().apply(0), nested, members)
         if enclosing is not None:
             enclosing.append(seconds)
-        if path is not None:
-            self.found.setdefault(path, OperatorMetrics()).task_seconds += max(
-                seconds - sum(nested), 0.0
-            )
+        if path is None:
+            return None
+        working = [m for m in members if self._does_work(m)]
+        credited = max(working, key=len) if working else path
+        self.found.setdefault(credited, OperatorMetrics()).task_seconds += max(
+            seconds - sum(nested), 0.0
+        )
         return path
+
+    def _does_work(self, path: Path) -> bool:
+        node = self.logical.get(path)
+        return node is not None and node.getClass().getSimpleName() not in _ROW_SELECTING
