@@ -254,6 +254,10 @@ class QTree:
     def get(self, fingerprint: str) -> NodeStats | None:
         return self._load([fingerprint]).get(fingerprint)
 
+    def get_many(self, fingerprints: Iterable[str]) -> dict[str, NodeStats]:
+        """Statistics of the known ones among ``fingerprints``, in one lookup."""
+        return self._load(fingerprints)
+
     # --- statistics ----------------------------------------------------------------------------
 
     def record_stats(

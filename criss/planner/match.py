@@ -67,20 +67,22 @@ class CacheView:
             return [rewritten]
         result = result_node(tree).path
         min_texec = self.session.options.min_texec
+        qtree = self.session.qtree
+        in_tree = {n.fingerprint for n in tree.walk()}
+        known = qtree.get_many(in_tree)  # one lookup for the tree, not one per operator
 
         def worth_reading(node: PlanNode, fingerprint: str) -> bool:
             # a query's whole result always is: serving it saves Spark's per-query cost too
             if node.path == result:
                 return True
-            stats = self.session.qtree.get(fingerprint)
+            stats = known.get(fingerprint) if fingerprint in in_tree else qtree.get(fingerprint)
             return stats is None or stats.texec is None or stats.texec >= min_texec
 
         found = plan_reuse(
             tree, self.is_cached, self.cached_relatives, self.cached_subsumers, worth_reading
         )
         if self.session.options.reuse_scope == "results":  # an exact-result cache
-            wanted = result_node(tree).path
-            found = [r for r in found if r.path == wanted and r.rule == "exact"]
+            found = [r for r in found if r.path == result and r.rule == "exact"]
         return found
 
     def _rewritten_result(self, tree: PlanNode) -> Reuse | None:
