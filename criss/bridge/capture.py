@@ -250,8 +250,8 @@ class CapturedPlan:
         """Capture ``root``, an optimized logical plan (see ``CatalystBridge.capture``);
         file relations are listed afresh unless ``refresh_listings`` is false."""
         self.bridge = bridge
-        self._refresh = refresh_listings
         try:
+            self._relations = RelationIdentities(bridge, refresh_listings)
             self.root = root
             self.nodes = PlanNodes(root)
             canonical = self.root.canonicalized()
@@ -296,7 +296,7 @@ class CapturedPlan:
         if len(jleaves) != sum(1 for _ in tree.leaves()):
             raise BridgeError("plan JSON and JVM plan disagree on their leaves")
         identities = {
-            leaf.path: file_relation_identity(jleaf, self._refresh)
+            leaf.path: self._relations.identity(jleaf)
             for leaf, jleaf in zip(tree.leaves(), jleaves, strict=True)
             if leaf.op == "LogicalRelation"
         }
@@ -332,7 +332,7 @@ class CapturedPlan:
         if len(holders) != len(relations):
             return node.with_(uncacheable="a subquery's inputs could not be identified")
         for holder, relation in zip(holders, relations, strict=True):
-            identity = file_relation_identity(relation, self._refresh)
+            identity = self._relations.identity(relation)
             if identity is not None:
                 holder["relation"] = {"key": identity["key"], "version": identity["version"]}
                 self.subquery_inputs.append((node.path, identity["key"], identity["version"]))
@@ -356,12 +356,47 @@ class CapturedPlan:
         return str(self.node_at(path).simpleString(width))
 
 
+class RelationIdentities:
+    """File relation identities within one capture: a relation read several times (a
+    table in several branches of a TPC-DS query) is listed once.
+
+    Keyed by the JVM object itself, through an ``IdentityHashMap``: Spark's file indexes
+    compare equal by root paths, and another index of the same paths holds its own listing,
+    which must be refreshed on its own.
+    """
+
+    def __init__(self, bridge: CatalystBridge, refresh: bool) -> None:
+        self._refresh = refresh
+        self._jvm = bridge.jvm
+        self._seen: Any = None
+        self._identities: list[dict[str, Any] | None] = []
+
+    def identity(self, jnode: Any) -> dict[str, Any] | None:
+        """``file_relation_identity`` of ``jnode``, a LogicalRelation."""
+        relation = jnode.relation()
+        if self._seen is None:
+            self._seen = self._jvm.java.util.IdentityHashMap()
+        known = self._seen.get(relation)
+        if known is not None:
+            return self._identities[int(known)]
+        identity = None
+        if relation.getClass().getSimpleName() == "HadoopFsRelation":
+            identity = _file_relation_identity(relation, self._refresh)
+        self._seen.put(relation, len(self._identities))
+        self._identities.append(identity)
+        return identity
+
+
 def file_relation_identity(jnode: Any, refresh: bool = True) -> dict[str, Any] | None:
     """Format, options and a (path, size, mtime) listing of a file-based relation, fresh
     unless ``refresh`` is false."""
     relation = jnode.relation()
     if relation.getClass().getSimpleName() != "HadoopFsRelation":
         return None
+    return _file_relation_identity(relation, refresh)
+
+
+def _file_relation_identity(relation: Any, refresh: bool) -> dict[str, Any]:
     location = relation.location()
     if refresh:
         location.refresh()  # a temp view keeps a stale listing after files change
