@@ -73,6 +73,9 @@ class OperatorRecord:
     stats: OperatorStats | None = None
     #: The benefit model's value with disk bandwidth, where statistics exist.
     benefit: float | None = None
+    #: A cached entry that could serve this operator but was not read: measured cheaper
+    #: to compute than ``min_texec`` ({"entry", "texec", "min_texec"}).
+    unread: dict[str, Any] | None = None
 
     @property
     def reused(self) -> str | None:
@@ -96,6 +99,7 @@ class OperatorRecord:
             "served": None if self.served is None else vars(self.served),
             "stats": None if self.stats is None else vars(self.stats),
             "benefit": self.benefit,
+            "unread": self.unread,
         }
 
     @classmethod
@@ -113,6 +117,7 @@ class OperatorRecord:
             served=Served(**data["served"]) if data.get("served") else None,
             stats=OperatorStats(**data["stats"]) if data.get("stats") else None,
             benefit=data.get("benefit"),
+            unread=data.get("unread"),
         )
 
 

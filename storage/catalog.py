@@ -164,6 +164,15 @@ class CacheCatalog:
         parts = self._rows("select * from partitions where key = ?", [key])
         return _entry(rows[0], [_partition(p) for p in parts])
 
+    def keys_held(self, keys: Iterable[str]) -> set[str]:
+        """Those of ``keys`` that have an entry (one query; partitions not read)."""
+        wanted = list(keys)
+        if not wanted:
+            return set()
+        marks = ",".join("?" * len(wanted))
+        rows = self._rows(f"select key from entries where key in ({marks})", wanted)
+        return {row["key"] for row in rows}
+
     def entries(self) -> list[EntryRecord]:
         """Every entry with its partitions and decoded bitmap, oldest first."""
         parts: dict[str, list[PartitionRecord]] = {}

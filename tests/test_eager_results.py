@@ -86,6 +86,11 @@ def test_a_cached_operator_measured_cheaper_than_min_texec_is_computed_inside_a_
         df = cs.sql(TOP_SPENDERS)
         assert_same_rows(df.collect(), tpch.sql(TOP_SPENDERS).collect())
         assert cs.last_query_summary().get("operators_reused", 0) == 0, cs.explain(df)
+        # explain names the entry it did not read, and why
+        unread = [o.unread for o in cs.record(df).operators if o.unread]
+        assert [u["entry"] for u in unread] == [inner.fingerprint], cs.explain(df)
+        assert unread[0]["texec"] == measured and unread[0]["min_texec"] == 60.0
+        assert f"cached entry {inner.fingerprint[:12]} not read" in cs.explain(df)
     with criss.session(tpch, home=home, min_texec=0.0) as cs:
         df = cs.sql(AVERAGE_SPENT)
         assert_same_rows(df.collect(), tpch.sql(AVERAGE_SPENT).collect())

@@ -134,6 +134,32 @@ def test_a_tpcds_replay_returns_plain_sparks_rows_and_reuses(spark, tmp_path):
     assert result["criss_report"]["counters"]["operators_reused"] >= 1  # ...which Criss serves
 
 
+@pytest.mark.spark
+def test_a_statement_spark_rejects_is_recorded_in_every_mode_not_fatal(spark, tmp_path):
+    """TPC-DS q90 divides by zero at SF 0.01 (ANSI mode): plain Spark raises, so must
+    Criss, and the replay goes on with the next statement."""
+    from criss.workload.tpcds.data import ensure_tpcds
+
+    data = ensure_tpcds(0.01, REPO / "data" / "tpcds" / "sf0.01", quiet=True)
+    config = ReplayConfig(
+        stream="random",
+        queries=3,
+        sf=0.01,
+        seed=0,  # q90, q38, q80a
+        modes=("spark", "criss"),
+        home=tmp_path / "home",
+        data_dir=data,
+        benchmark="tpcds",
+    )
+    result = run_replay(spark.newSession(), config)
+    assert result["comparison"]["checksums_match"], result["comparison"]
+    for mode in ("spark", "criss"):
+        first, *rest = result["modes"][mode]["queries"]
+        assert (first["query"], first["error"], first["rows"]) == ("q90", "DIVIDE_BY_ZERO", None)
+        assert first["checksum"] == "error:DIVIDE_BY_ZERO"
+        assert all("error" not in q and q["rows"] is not None for q in rest)
+
+
 def test_checksum_ignores_row_order_but_not_content():
     rows = [(1, "a", 2.5), (2, "b", None)]
     assert result_checksum(rows) == result_checksum(list(reversed(rows)))

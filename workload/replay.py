@@ -139,11 +139,20 @@ def _criss_runner(
 
 
 def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
+    """One timed statement. A statement Spark rejects (TPC-DS's q90 divides by zero at
+    small scales under ANSI mode) is recorded with its error condition as its checksum:
+    every mode must fail the same way, as every mode must return the same rows."""
+    from pyspark.errors import PySparkException
+
     started = time.perf_counter()
-    rows = run(item.sql).collect()
+    error = None
+    try:
+        count, checksum = result_checksum(run(item.sql).collect())
+    except PySparkException as exc:
+        error = spark_error(exc)
+        count, checksum = None, f"error:{error}"
     seconds = time.perf_counter() - started
-    count, checksum = result_checksum(rows)
-    return {
+    record = {
         "position": item.position,
         "query": item.query,
         "variant": item.variant,
@@ -152,6 +161,16 @@ def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
         "rows": count,
         "checksum": checksum,
     }
+    if error is not None:
+        record["error"] = error
+    return record
+
+
+def spark_error(exc: Exception) -> str:
+    """The error condition Spark names (``DIVIDE_BY_ZERO``), else the exception's class."""
+    condition = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+    named = condition() if condition is not None else None
+    return str(named) if named else type(exc).__name__
 
 
 def run_replay(
@@ -252,9 +271,14 @@ def warm_up(
         "(JVM and page cache; --no-warmup skips it)",
         len(statements),
     )
+    from pyspark.errors import PySparkException
+
     started = time.perf_counter()
     for done, sql in enumerate(statements, 1):
-        spark.sql(sql).collect()
+        try:
+            spark.sql(sql).collect()
+        except PySparkException as exc:  # the timed runs record it in every mode
+            progress_log.info("warm-up: Spark rejects a statement (%s)", spark_error(exc))
         if on_statement:
             on_statement(done, len(statements))
     return time.perf_counter() - started

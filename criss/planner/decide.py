@@ -87,6 +87,7 @@ def operator_records(
         seen = matched.observations.get(node.fingerprint)
         stats = seen.stats if seen else None
         reuse, counts = served.get(node.path, (None, None))
+        unread = matched.unread.get(node.path)
         records.append(
             OperatorRecord(
                 path=node.path,
@@ -105,6 +106,11 @@ def operator_records(
                 served=counts,
                 stats=None if stats is None else _stats(stats),
                 benefit=rules.benefit(stats) if stats is not None and stats.has_stats else None,
+                unread=(
+                    None
+                    if unread is None
+                    else {"entry": unread[0], "texec": unread[1], "min_texec": rules.min_texec}
+                ),
             )
         )
         _count(records[-1], counters, dry_run)

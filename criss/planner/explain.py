@@ -58,6 +58,12 @@ def _operator_line(record: QueryRecord, d: OperatorRecord, labels: bool) -> str:
     indent = "  " * (len(d.path) + 1)
     label = _label(record, d) if labels else d.op
     served = f"; {d.served.describe()}" if d.served else ""
+    if d.unread:
+        served += (
+            f"; cached entry {d.unread['entry'][:12]} not read: measured Texec "
+            f"{d.unread['texec']:.3f}s < min_texec {d.unread['min_texec']:g}s, computing it "
+            "costs no more than reading it back"
+        )
     stats = _stats_text(d)
     return f"{indent}{label[:80]}  [{d.fingerprint[:12]}] {_state(record, d)}{served}" + (
         f"  ({stats})" if stats else ""

@@ -6,7 +6,7 @@ the QTree (references, recency) and finds the highest operators the cache can se
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from criss.qtree.plan import PlanNode
@@ -38,6 +38,9 @@ class CacheView:
     def __init__(self, session: CrissSession) -> None:
         self.session = session
         self.entries: dict[str, EntryRecord] = {}
+        #: Operators the last ``reuses`` did not read back, measured cheaper than
+        #: ``min_texec``: path -> (the entry's fingerprint, its measured Texec).
+        self.cheap: dict[tuple[int, ...], tuple[str, float]] = {}
 
     def is_cached(self, fingerprint: str) -> bool:
         if fingerprint in self.entries:
@@ -71,12 +74,17 @@ class CacheView:
         in_tree = {n.fingerprint for n in tree.walk()}
         known = qtree.get_many(in_tree)  # one lookup for the tree, not one per operator
 
+        self.cheap = {}
+
         def worth_reading(node: PlanNode, fingerprint: str) -> bool:
             # a query's whole result always is: serving it saves Spark's per-query cost too
             if node.path == result:
                 return True
             stats = known.get(fingerprint) if fingerprint in in_tree else qtree.get(fingerprint)
-            return stats is None or stats.texec is None or stats.texec >= min_texec
+            if stats is None or stats.texec is None or stats.texec >= min_texec:
+                return True
+            self.cheap[node.path] = (fingerprint, stats.texec)
+            return False
 
         found = plan_reuse(
             tree, self.is_cached, self.cached_relatives, self.cached_subsumers, worth_reading
@@ -109,6 +117,9 @@ class Match:
     ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None
     #: Rows of the table each measured table copy reads (Parquet footers).
     table_rows: dict[tuple[int, ...], int | None]
+    #: Operators a cached entry could serve that are computed instead, measured cheaper
+    #: than ``min_texec``: path -> (the entry, its measured Texec).
+    unread: dict[tuple[int, ...], tuple[str, float]] = field(default_factory=dict)
 
     @property
     def stats(self):
@@ -119,13 +130,23 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
     """Look ``tree`` up in the QTree (``record``: count the references; else only peek)."""
     qtree = session.qtree
     observations = qtree.observe(tree) if record else qtree.peek(tree)
+    reuses = view.reuses(tree)
     return Match(
         tree=tree,
         observations=observations,
-        reuses=view.reuses(tree),
+        reuses=reuses,
         ordering=final_ordering(tree),
         table_rows=_copied_table_rows(tree, observations),
+        unread=_unread(session, view.cheap),
     )
+
+
+def _unread(
+    session: CrissSession, cheap: dict[tuple[int, ...], tuple[str, float]]
+) -> dict[tuple[int, ...], tuple[str, float]]:
+    """The cheap operators whose entry exists: ``explain`` names the read not made."""
+    held = session.cache.catalog.keys_held({fingerprint for fingerprint, _ in cheap.values()})
+    return {path: found for path, found in cheap.items() if found[0] in held}
 
 
 def stale_relations(session: CrissSession, tree: PlanNode) -> list[str]:
