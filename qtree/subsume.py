@@ -333,6 +333,23 @@ def under_other_parameters(shape: Shape, sibling: Shape) -> bool:
     )
 
 
+def varies_only_in(shape: Shape, sibling: Shape, columns: tuple[str, ...]) -> bool:
+    """Whether ``sibling`` is ``shape``'s aggregate with other values of the ranges and IN
+    lists on ``columns`` alone. A lifted result keeps every other condition of the query it
+    was computed for (a ``<>``, a ``LIKE``): a template that also varies those is never
+    served by it, whatever its groups."""
+    return under_other_parameters(shape, sibling) and _fixed(shape, columns) == _fixed(
+        sibling, columns
+    )
+
+
+def _fixed(shape: Shape, columns: tuple[str, ...]) -> frozenset[Atom]:
+    """The conditions lifting over ``columns`` keeps."""
+    return frozenset(
+        a for a in shape.atoms if not (a.kind in ("compare", "in") and a.column in columns)
+    )
+
+
 def lift_sites(
     aggregate: PlanNode, columns: tuple[str, ...]
 ) -> list[tuple[tuple[int, ...], list[int]]]:

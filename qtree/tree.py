@@ -235,6 +235,22 @@ class QTree:
         )
         return [Relative(r["fingerprint"], tuple(json.loads(r["columns"] or "[]"))) for r in rows]
 
+    def rewrite_keys(self, fingerprints: Iterable[str]) -> tuple[set[str], set[str]]:
+        """The relaxed keys and subsumption keys of ``fingerprints`` (those known): a key
+        outside them has no relative or subsumer among these operators."""
+        fps = sorted(set(fingerprints))
+        relaxed: set[str] = set()
+        subsume: set[str] = set()
+        for start in range(0, len(fps), 500):
+            chunk = fps[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(
+                f"select relaxed_key, subsume_key from nodes where fingerprint in ({marks})", chunk
+            ):
+                relaxed.add(row["relaxed_key"])
+                subsume.add(row["subsume_key"])
+        return relaxed - {None}, subsume - {None}
+
     def subsumers(self, key: str) -> list[tuple[str, Shape]]:
         """Operators sharing subsumption ``key`` (see :func:`qtree.subsume.subsumption_key`),
         with their shapes, most recently used first."""

@@ -164,6 +164,10 @@ class CacheCatalog:
         parts = self._rows("select * from partitions where key = ?", [key])
         return _entry(rows[0], [_partition(p) for p in parts])
 
+    def entry_keys(self) -> list[str]:
+        """The key of every entry (one query; partitions not read)."""
+        return [row["key"] for row in self._rows("select key from entries")]
+
     def keys_held(self, keys: Iterable[str]) -> set[str]:
         """Those of ``keys`` that have an entry (one query; partitions not read)."""
         wanted = list(keys)

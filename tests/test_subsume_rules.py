@@ -161,6 +161,24 @@ def test_an_aggregate_is_lifted_over_the_columns_its_parameters_filter():
     assert lifted_columns(opaque) is None
 
 
+def test_an_aggregate_is_lifted_only_where_nothing_but_its_lifted_parameters_varies():
+    """A lifted result keeps the query's other conditions: a sibling differing in a
+    ``<>`` (opaque here) is no evidence that it will serve the template's next query."""
+    from criss.qtree.subsume import lifted_columns, varies_only_in
+
+    outputs = (group("h"), aggregate("Sum", "x"))
+
+    def shape(low, salt):
+        return wanted_groups(("h",), outputs, [cmp("g", ">=", low), Atom.opaque(f"k <> {salt}")])
+
+    columns = lifted_columns(shape(2, 1))
+    assert columns == ("g",)
+    assert varies_only_in(shape(2, 1), shape(5, 1), columns)
+    assert not varies_only_in(shape(2, 1), shape(5, 2), columns)  # the <> changes too
+    assert not varies_only_in(shape(2, 1), shape(2, 2), columns)
+    assert not varies_only_in(shape(2, 1), shape(2, 1), columns)  # nothing varies
+
+
 def test_lift_sites_are_the_filters_whose_columns_reach_the_aggregate():
     from criss.qtree.lineage import output_lineage
     from criss.qtree.plan import PlanNode

@@ -256,6 +256,22 @@ def test_an_aggregate_seen_under_other_parameters_is_lifted_and_rolled_up(
     cs.close()
 
 
+def test_an_aggregate_whose_other_conditions_vary_too_is_not_lifted(spark, params_table, tmp_path):
+    """Each query also excludes another value (``x <> n``, as the no-repeat stream's salted
+    tables do): a lifted result would keep its own exclusion and serve none of the next
+    queries, so nothing is lifted; rows stay plain Spark's."""
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    for low, salt in ((2, 1), (4, 2), (0, 3), (6, 4)):
+        sql = (
+            "select h, sum(m) sm, count(*) c from params_t "
+            f"where v > {low} and x <> {salt} group by h"
+        )
+        _, summary = _through(cs, spark, sql)
+        assert summary.get("aggregates_lifted", 0) == 0, cs.explain(cs.sql(sql))
+        assert _rule_count(summary, AGGREGATE_ROLLUP) == 0
+    cs.close()
+
+
 @pytest.mark.parametrize(
     ("growth", "reason"),
     [(1, "too large"), (100, "too large: 3 groups measured under other parameters")],

@@ -3,12 +3,14 @@ finer grain, and every query of it is then a roll-up of the cached groups.
 
 An Aggregate that filters its input by parameters (ranges or IN lists on columns it does not
 group by: TPC-H Q1's ship date, Q4's order date) is lifted when the QTree has seen the same
-aggregate under other values of them: Criss computes it grouped also by those columns,
-without their conditions, caches that (a job of its own, in place of the query's own
-computation of the aggregate), and serves this query from it by an aggregate roll-up with
-the parameters as a filter on the cached groups (``criss.qtree.subsume``). A lifted result
-that comes out larger than ``LIFT_MAX_ROWS``, or that cannot serve the query, is not tried
-again for that aggregate (QTree meta ``lift.refused:<key>:<grouping and outputs>``).
+aggregate under other values of them, and of them alone (its other conditions stay in the
+lifted result, so a template that varies those too would never be served by it): Criss
+computes it grouped also by those columns, without their conditions, caches that (a job of
+its own, in place of the query's own computation of the aggregate), and serves this query
+from it by an aggregate roll-up with the parameters as a filter on the cached groups
+(``criss.qtree.subsume``). A lifted result that comes out larger than ``LIFT_MAX_ROWS``, or
+that cannot serve the query, is not tried again for that aggregate (QTree meta
+``lift.refused:<key>:<grouping and outputs>``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from criss.qtree.subsume import (
     lift_sites,
     lifted_columns,
     subsumption_key,
-    under_other_parameters,
+    varies_only_in,
 )
 from criss.records import Served
 
@@ -93,10 +95,12 @@ def _lift_one(
     siblings = [
         fp
         for fp, sibling in qtree.subsumers(key)
-        if fp != node.fingerprint and under_other_parameters(shape, sibling)
+        if fp != node.fingerprint and varies_only_in(shape, sibling, columns)
     ]
     if not siblings:
-        return None  # no evidence yet that the template recurs with other values
+        # no evidence yet that the template recurs with other values of what is lifted,
+        # and only those: a lifted result keeps the query's other conditions
+        return None
     measured = [s for s in (qtree.get(fp) for fp in siblings) if s is not None]
     if max((s.texec or 0.0 for s in measured), default=0.0) < rules.min_texec:
         return None  # the aggregate is cheap to compute: nothing to win

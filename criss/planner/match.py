@@ -86,9 +86,17 @@ class CacheView:
             self.cheap[node.path] = (fingerprint, stats.texec)
             return False
 
-        found = plan_reuse(
-            tree, self.is_cached, self.cached_relatives, self.cached_subsumers, worth_reading
-        )
+        # the rewrite rules look for relatives among cached operators only: the keys those
+        # have, in two lookups, spare one lookup per operator of a query nothing can serve
+        relaxed, subsume = qtree.rewrite_keys(self.session.cache.catalog.entry_keys())
+
+        def relatives(key: str) -> list[Relative]:
+            return self.cached_relatives(key) if key in relaxed else []
+
+        def subsumers(key: str) -> list[tuple[str, Shape]]:
+            return self.cached_subsumers(key) if key in subsume else []
+
+        found = plan_reuse(tree, self.is_cached, relatives, subsumers, worth_reading)
         if self.session.options.reuse_scope == "results":  # an exact-result cache
             found = [r for r in found if r.path == result and r.rule == "exact"]
         return found
