@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import criss
+from criss.bridge import optimized_plan
 from criss.sparksession import local_spark
 
 from .planning_profile import _engine_revision
@@ -58,7 +59,7 @@ def measure(spark, cs, statements: list[tuple[str, str]]) -> dict[str, float]:
         started = time.perf_counter()
         df = spark.sql(sql)
         analysed = time.perf_counter()
-        df._jdf.queryExecution().optimizedPlan()
+        optimized_plan(df)
         seconds["Spark: parse and analysis"] += analysed - started
         seconds["Spark: optimization"] += time.perf_counter() - analysed
         started = time.perf_counter()
