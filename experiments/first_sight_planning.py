@@ -23,6 +23,7 @@ from pathlib import Path
 import criss
 from criss.bridge import optimized_plan
 from criss.sparksession import local_spark
+from criss.workload.benchmarks import parquet_data
 
 from .planning_profile import _engine_revision
 
@@ -39,15 +40,6 @@ def _statements(benchmark: str, rounds: int) -> list[tuple[str, str]]:
         for seed in range(10, 10 + rounds)
         for qid in QUERY_IDS
     ]
-
-
-def _register(spark, benchmark: str, sf: float) -> None:
-    if benchmark == "tpcds":
-        from criss.workload.tpcds.data import ensure_tpcds, register_views
-    else:
-        from criss.workload.tpch.data import ensure_tpch as ensure_tpcds
-        from criss.workload.tpch.data import register_views
-    register_views(spark, ensure_tpcds(sf, quiet=True))
 
 
 def measure(spark, cs, statements: list[tuple[str, str]]) -> dict[str, float]:
@@ -84,7 +76,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     spark = local_spark("criss-first-sight-planning", conf={"spark.sql.shuffle.partitions": "8"})
-    _register(spark, args.benchmark, args.sf)
+    data = parquet_data(args.benchmark)
+    data.register_views(spark, data.ensure(args.sf, quiet=True))
     statements = _statements(args.benchmark, args.rounds)
     home = tempfile.mkdtemp(prefix="criss-first-sight-planning-")
     with criss.session(spark, home=home, dry_run=True) as cs:

@@ -164,9 +164,11 @@ class CacheCatalog:
         parts = self._rows("select * from partitions where key = ?", [key])
         return _entry(rows[0], [_partition(p) for p in parts])
 
-    def entry_keys(self) -> list[str]:
-        """The key of every entry (one query; partitions not read)."""
-        return [row["key"] for row in self._rows("select key from entries")]
+    def entry_keys(self, limit: int) -> list[str] | None:
+        """The key of every entry, or None when there are more than ``limit`` (one query;
+        partitions not read)."""
+        rows = self._rows("select key from entries limit ?", [limit + 1])
+        return None if len(rows) > limit else [row["key"] for row in rows]
 
     def keys_held(self, keys: Iterable[str]) -> set[str]:
         """Those of ``keys`` that have an entry (one query; partitions not read)."""

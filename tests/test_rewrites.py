@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import pytest
 from rowcompare import assert_same_rows
 
@@ -26,7 +28,17 @@ def cs(tpch, tmp_path):
     session.close()
 
 
-def test_project_subset_serves_fewer_columns_from_a_cached_wider_project(tpch, cs):
+@pytest.mark.parametrize(
+    "prefilter_entries", [None, 0], ids=["keys-of-cached-operators", "lookup-per-operator"]
+)
+def test_project_subset_serves_fewer_columns_from_a_cached_wider_project(
+    tpch, cs, monkeypatch, prefilter_entries
+):
+    """Either way of finding relatives (the keys of every cached operator, or, past
+    ``REWRITE_PREFILTER_ENTRIES`` entries, one lookup per operator) finds the same."""
+    if prefilter_entries is not None:
+        match = importlib.import_module("criss.planner.match")  # the package exports match()
+        monkeypatch.setattr(match, "REWRITE_PREFILTER_ENTRIES", prefilter_entries)
     cs.sql(WIDE).collect()
     assert cs.last_query_summary()["operators_cached"] == 1
     df = cs.sql(NARROW)

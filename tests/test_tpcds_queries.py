@@ -19,7 +19,7 @@ import pytest
 from rowcompare import assert_same_rows
 
 import criss
-from criss.workload.replay import result_checksum
+from criss.workload.replay import result_checksum, spark_error
 from criss.workload.tpcds.data import ensure_tpcds, register_views
 from criss.workload.tpcds.queries import query, query_ids
 
@@ -70,23 +70,17 @@ def cs(tpcds, home):
     session.close()
 
 
-def condition(exc: BaseException) -> str:
-    """Spark's error condition (``DIVIDE_BY_ZERO``), else the exception's type."""
-    get = getattr(exc, "getCondition", None)
-    return (get() if callable(get) else None) or type(exc).__name__
-
-
 @pytest.mark.parametrize("name", QUERIES)
 def test_tpcds_query_through_criss_equals_plain_spark(tpcds, cs, name):
     sql = query(name)
     try:
         expected = tpcds.sql(sql).collect()
     except Exception as exc:  # plain Spark's own error is what Criss must give too
-        failed = condition(exc)
+        failed = spark_error(exc)
         for _ in range(2):
             with pytest.raises(type(exc)) as raised:
                 cs.sql(sql).collect()
-            assert condition(raised.value) == failed
+            assert spark_error(raised.value) == failed
         OUTCOMES[name] = {"error": failed}
         return
     reused = []

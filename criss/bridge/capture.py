@@ -379,9 +379,7 @@ class RelationIdentities:
         known = self._seen.get(relation)
         if known is not None:
             return self._identities[int(known)]
-        identity = None
-        if relation.getClass().getSimpleName() == "HadoopFsRelation":
-            identity = _file_relation_identity(relation, self._refresh)
+        identity = _relation_identity(relation, self._refresh)
         self._seen.put(relation, len(self._identities))
         self._identities.append(identity)
         return identity
@@ -390,13 +388,12 @@ class RelationIdentities:
 def file_relation_identity(jnode: Any, refresh: bool = True) -> dict[str, Any] | None:
     """Format, options and a (path, size, mtime) listing of a file-based relation, fresh
     unless ``refresh`` is false."""
-    relation = jnode.relation()
+    return _relation_identity(jnode.relation(), refresh)
+
+
+def _relation_identity(relation: Any, refresh: bool) -> dict[str, Any] | None:
     if relation.getClass().getSimpleName() != "HadoopFsRelation":
         return None
-    return _file_relation_identity(relation, refresh)
-
-
-def _file_relation_identity(relation: Any, refresh: bool) -> dict[str, Any]:
     location = relation.location()
     if refresh:
         location.refresh()  # a temp view keeps a stale listing after files change

@@ -6,6 +6,7 @@ the QTree (references, recency) and finds the highest operators the cache can se
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
 
 #: QTree meta key prefix: result fingerprint of a query -> that of its join-optimized form.
 REWRITTEN = "joins.rewritten:"
+#: Up to this many cache entries, the rewrite rules read the keys of all of them once per
+#: match (the entries, then their operators in chunks of 500) instead of one lookup per
+#: operator of the query; beyond it, reading every key could cost more than it spares.
+REWRITE_PREFILTER_ENTRIES = 2_000
 
 
 class CacheView:
@@ -86,9 +91,23 @@ class CacheView:
             self.cheap[node.path] = (fingerprint, stats.texec)
             return False
 
-        # the rewrite rules look for relatives among cached operators only: the keys those
-        # have, in two lookups, spare one lookup per operator of a query nothing can serve
-        relaxed, subsume = qtree.rewrite_keys(self.session.cache.catalog.entry_keys())
+        relatives, subsumers = self._rewrite_lookups()
+        found = plan_reuse(tree, self.is_cached, relatives, subsumers, worth_reading)
+        if self.session.options.reuse_scope == "results":  # an exact-result cache
+            found = [r for r in found if r.path == result and r.rule == "exact"]
+        return found
+
+    def _rewrite_lookups(
+        self,
+    ) -> tuple[Callable[[str], list[Relative]], Callable[[str], list[tuple[str, Shape]]]]:
+        """How the rewrite rules find cached relatives and subsumers of a key. They can only
+        be among cached operators: the keys those have, in two lookups, spare the lookup per
+        operator of a query nothing can serve, while the cache holds few enough entries for
+        reading their keys to cost less than that."""
+        cached = self.session.cache.catalog.entry_keys(limit=REWRITE_PREFILTER_ENTRIES)
+        if cached is None:
+            return self.cached_relatives, self.cached_subsumers
+        relaxed, subsume = self.session.qtree.rewrite_keys(cached)
 
         def relatives(key: str) -> list[Relative]:
             return self.cached_relatives(key) if key in relaxed else []
@@ -96,10 +115,7 @@ class CacheView:
         def subsumers(key: str) -> list[tuple[str, Shape]]:
             return self.cached_subsumers(key) if key in subsume else []
 
-        found = plan_reuse(tree, self.is_cached, relatives, subsumers, worth_reading)
-        if self.session.options.reuse_scope == "results":  # an exact-result cache
-            found = [r for r in found if r.path == result and r.rule == "exact"]
-        return found
+        return relatives, subsumers
 
     def _rewritten_result(self, tree: PlanNode) -> Reuse | None:
         """The cached result of this query as the join optimizations rewrote it earlier,
