@@ -17,7 +17,8 @@ an extra one): it is cached when the benefit model says the repeats expected of 
 pay for it and for what caching on first sight adds to the query's time. The expected
 repeats are measured: how often a query's result had been seen before, over the home's
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
-result's size is estimated from the learned result bytes per input byte.
+result's size is estimated from the learned result bytes per input byte, or bounded by its
+shape where that bounds its rows (a global aggregate is one row, a limit at most its value).
 
 >>> from criss.policies.decisions import Decision, describe
 >>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
@@ -38,6 +39,7 @@ from criss.policies.selection import (
     keeps_most_rows,
     measured_score,
 )
+from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
 from criss.qtree.tree import NodeStats
@@ -54,6 +56,11 @@ MEASURED, ESTIMATE = "measured", "estimate"
 #: planning (done with or without caching) is ~0.03
 #: (experiments/results/issue22/first-sight-paths-sf1-engine.json).
 FIRST_SIGHT_COST = 0.06
+#: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
+#: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
+BOUNDED_COLUMN_BYTES = 64
+#: Columns assumed where a result's width is not known from its canonical arguments.
+UNKNOWN_WIDTH = 32
 
 #: Reason code → the words every reader shows (formatted with the decision's numbers).
 REASONS: Mapping[str, str] = {
@@ -292,7 +299,7 @@ def _eager_verdict(
 ) -> _Verdict:
     """A first-seen result, valued by the benefit model with the repeats a first-seen
     result is measured to get here, less what caching it on first sight adds."""
-    size = scanned * rules.result_ratio
+    size = estimated_result_size(node, scanned, rules.result_ratio)
     texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
     transfer = size / rules.disk_bandwidth
@@ -303,6 +310,7 @@ def _eager_verdict(
         **numbers,
         "estimated_size": size,
         "result_ratio": rules.result_ratio,
+        "max_rows": max_rows(node),
         "expected_repeats": repeats,
         "first_sight_cost": rules.first_sight_cost,
         "expected_gain": gain,
@@ -312,6 +320,18 @@ def _eager_verdict(
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)
     return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+
+
+def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> float:
+    """Bytes a first-seen result is expected to take: its input bytes at the learned result
+    ratio, or less where its shape bounds its rows (a one-row aggregate is tiny however
+    much it reads, and the ratio, learned over results of every size, would say otherwise)."""
+    size = scanned * result_ratio
+    rows = max_rows(node)
+    if rows is None:
+        return size
+    width = output_width(node) or UNKNOWN_WIDTH
+    return min(size, float(rows * width * BOUNDED_COLUMN_BYTES))
 
 
 def stages_of(node: PlanNode, served: Collection[tuple[int, ...]] = ()) -> int:

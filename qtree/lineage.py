@@ -177,6 +177,30 @@ def output_width(node: PlanNode) -> int | None:
     return None
 
 
+#: Operators whose output has at most as many rows as their single input.
+_ROW_BOUNDED_BY_INPUT = frozenset({"Project", "Filter", "Sort", "SubqueryAlias", "Sample"})
+
+
+def max_rows(node: PlanNode) -> int | None:
+    """At most how many rows ``node`` outputs, from its shape alone (None if its shape
+    does not bound them): an aggregate without grouping columns outputs one row, a limit at
+    most its literal."""
+    op = node.op
+    if op == "Aggregate":
+        if node.args.get("groupingExpressions") == []:
+            return 1
+    elif op in ("GlobalLimit", "LocalLimit"):
+        expr = node.args.get("limitExpr")
+        limit = _literal(expr) if isinstance(expr, Expr) else None
+        inner = max_rows(node.children[0]) if len(node.children) == 1 else None
+        if limit is not None and limit[1].isdigit():
+            return int(limit[1]) if inner is None else min(int(limit[1]), inner)
+        return inner
+    elif op in _ROW_BOUNDED_BY_INPUT and len(node.children) == 1:
+        return max_rows(node.children[0])
+    return None
+
+
 def join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
     """Which inputs' columns a join of ``kind`` outputs, and which may be NULL-extended."""
     return _join_shape(kind)

@@ -9,6 +9,7 @@ import pytest
 
 from criss.policies import get_policy
 from criss.policies.decisions import (
+    BOUNDED_COLUMN_BYTES,
     CACHE,
     ESTIMATE,
     REASONS,
@@ -20,7 +21,8 @@ from criss.policies.decisions import (
     decide_caching,
     describe,
 )
-from criss.qtree.plan import PlanNode
+from criss.qtree.lineage import max_rows
+from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.tree import NodeStats
 from criss.records import OperatorRecord, OperatorStats, QueryRecord, Served, operators_from_json
 
@@ -139,6 +141,47 @@ def test_an_eager_result_goes_through_the_benefit_model():
     assert got[()].action == SKIP and got[()].reason == "eager_no_benefit"
     assert got[()].numbers["benefit"] <= 0 and got[()].source == ESTIMATE
     assert "would not pay" in describe(got[()])
+
+
+def _aggregate_over_query(grouping: list) -> PlanNode:
+    """_query() with its Aggregate's grouping columns given (an empty list: one row)."""
+    root = _query()
+    return root.with_(args={"groupingExpressions": grouping, "aggregateExpressions": [1, 2]})
+
+
+def test_a_first_seen_one_row_result_is_sized_by_its_shape_not_by_its_input():
+    """The learned result ratio (result bytes per input byte) is an average over results of
+    every size; a global aggregate over 240 MB is one row, and valued as one row it pays
+    for itself where the ratio's 2.4 MB would not."""
+    unseen = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
+    rules = _rules(expected_repeats=0.12, disk_bandwidth=5e6)
+    grouped = decide_caching(_aggregate_over_query(["g"]), QueryFacts(unseen, set()), rules)
+    assert grouped[()].reason == "eager_no_benefit"
+    assert grouped[()].numbers["estimated_size"] == pytest.approx(240 * MB * 0.01)
+    assert grouped[()].numbers["max_rows"] is None
+    one_row = decide_caching(_aggregate_over_query([]), QueryFacts(unseen, set()), rules)
+    assert one_row[()].reason == "eager_result"
+    assert one_row[()].numbers["max_rows"] == 1
+    assert one_row[()].numbers["estimated_size"] == 2 * BOUNDED_COLUMN_BYTES
+
+
+def _limit(op: str, n: str, child: PlanNode) -> PlanNode:
+    literal = Expr(
+        "org.apache.spark.sql.catalyst.expressions.Literal",
+        (("dataType", "integer"), ("num-children", 0), ("value", n)),
+        (),
+    )
+    return PlanNode(op, {"limitExpr": literal}, (child,))
+
+
+def test_the_rows_a_result_can_have_are_bounded_by_its_shape_where_it_bounds_them():
+    grouped, one_row = _aggregate_over_query(["g"]), _aggregate_over_query([])
+    assert max_rows(grouped) is None and max_rows(_query()) is None
+    assert max_rows(one_row) == 1
+    assert max_rows(PlanNode("Project", {}, (PlanNode("Sort", {}, (one_row,)),))) == 1
+    assert max_rows(_limit("GlobalLimit", "20", _limit("LocalLimit", "20", grouped))) == 20
+    assert max_rows(_limit("LocalLimit", "20", one_row)) == 1
+    assert max_rows(PlanNode("Join", {}, (one_row, one_row))) is None  # joins: not bounded
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from __future__ import annotations
 from rowcompare import assert_same_rows
 
 import criss
+from criss.policies.decisions import BOUNDED_COLUMN_BYTES
 from criss.qtree.rewrite import result_node
 
 #: A parameter no rule reuses across values (not a range or IN list on a column).
@@ -63,6 +64,28 @@ def test_repeats_bring_eager_caching_back(tpch, tmp_path):
         assert cs.learning.expected_repeats > 0.5
         cs.sql(NEW_PARAMETERS.format(2003)).collect()
         assert _result_decision(cs).reason == "eager_result"
+
+
+def test_a_one_row_result_is_sized_as_one_row_on_first_sight(tpch, tmp_path):
+    """Spark's plan of a global aggregate bounds its result to one row: the eager decision
+    values its write and read-back as such, not at the result bytes per input byte learned
+    over other queries' results."""
+    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+        grouped = "select l_returnflag, sum(l_quantity) as q from lineitem group by 1"
+        one_row = "select count(*) as n, sum(l_quantity) as q from lineitem where l_discount > 0.02"
+        cs.sql(grouped).collect()
+        numbers = _result_decision(cs).numbers
+        assert numbers["max_rows"] is None
+        assert numbers["estimated_size"] == numbers["scanned_bytes"] * numbers["result_ratio"]
+        rows = cs.sql(one_row).collect()
+        decision = _result_decision(cs)
+        assert decision.reason == "eager_result" and decision.numbers["max_rows"] == 1
+        assert decision.numbers["estimated_size"] <= 2 * BOUNDED_COLUMN_BYTES
+        assert decision.numbers["estimated_size"] < (
+            decision.numbers["scanned_bytes"] * decision.numbers["result_ratio"]
+        )
+        assert_same_rows(cs.sql(one_row).collect(), rows)
+        assert cs.last_query_summary()["operators_reused"] == 1
 
 
 PER_CUSTOMER = "select o_custkey, sum(o_totalprice) as spent from orders group by o_custkey"
