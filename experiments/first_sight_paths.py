@@ -28,6 +28,7 @@ from pathlib import Path
 
 import criss
 from criss.sparksession import local_spark
+from criss.workload.replay import run_order
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
 
@@ -59,13 +60,14 @@ def _paths(spark, job, action) -> dict:
 
 def _run(runners: dict, rounds: int) -> list[dict]:
     """Every template ``rounds`` times per path, a statement new to that path each time,
-    paths rotating; before each template's turn, plain Spark runs it once more, untimed, so
-    whichever path goes first does not alone pay for compiling the template's code."""
+    the paths in every order in turn; before each template's turn, plain Spark runs it once
+    more, untimed, so whichever path goes first does not alone pay for compiling the
+    template's code."""
     runs, seed, turn = [], 1000, 0
     seen: dict[str, set[str]] = {path: set() for path in PATHS}
     for round_ in range(rounds):
         for qid in QUERY_IDS:
-            order = PATHS[turn % 3 :] + PATHS[: turn % 3]
+            order = run_order(PATHS, turn)
             turn += 1
             seed += 1
             runners["plain"](statement(qid, seed=seed).sql)  # warm-up, not recorded

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
+
 import pytest
 
 from criss.errors import WorkloadError
-from criss.workload.replay import ReplayConfig, run_replay
+from criss.workload.replay import ReplayConfig, run_order, run_replay
 
 pytestmark = pytest.mark.spark
 
@@ -33,6 +36,31 @@ def test_variants_run_side_by_side_with_their_own_options(tpch, tpch_dir, tmp_pa
     assert len(homes) == 3  # one cache space each
     for mode in config.criss_modes:
         assert reports[mode]["counters"]["operators_reused"] >= 1
+    modes = result["modes"]
+    for position in range(config.queries):
+        turns = {m: modes[m]["queries"][position]["turn"] for m in config.modes}
+        order = run_order(config.modes, position)
+        assert turns == {m: order.index(m) for m in config.modes}, position
+
+
+@pytest.mark.parametrize("count", [2, 3, 4])
+def test_every_mode_runs_first_and_before_every_other_equally_often(count):
+    """Whoever runs a statement first at its position compiles what the others may find
+    compiled: over a full cycle each mode goes first, and before each other mode, as often
+    as any other."""
+    modes = [f"m{i}" for i in range(count)]
+    cycle = math.factorial(count)
+    orders = [run_order(modes, position) for position in range(2 * cycle)]
+    assert orders[:cycle] == orders[cycle:]
+    assert all(sorted(order) == modes for order in orders)
+    firsts = Counter(order[0] for order in orders)
+    assert set(firsts.values()) == {2 * cycle // count}
+    before = Counter(
+        (a, b) for order in orders for i, a in enumerate(order) for b in order[i + 1 :]
+    )
+    assert len(before) == count * (count - 1) and set(before.values()) == {cycle}
+    if count == 2:  # two modes simply alternate
+        assert orders[:2] == [("m0", "m1"), ("m1", "m0")]
 
 
 def test_unknown_modes_and_badly_named_variants_are_refused():

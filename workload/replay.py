@@ -4,11 +4,14 @@ The results JSON has a stable shape read by other tools (the dashboard, the expe
 
     {"stream", "seed", "sf", "queries": N, "modes": {
         "spark": {"total_seconds": float, "queries": [{"position", "query", "variant",
-                                                        "seconds", "rows", "checksum"}, ...]},
+                                                        "seconds", "rows", "checksum",
+                                                        "turn"}, ...]},
         "criss": {...}}, ...}
 
 With ``modes=("spark", "criss")`` both run in one process on one SparkSession, alternating
-query by query (who goes first rotates too), so neither is flattered by warm-up. Further
+query by query (the order the modes run in goes through every permutation, so none is
+flattered by what another compiled or warmed up; each record's ``turn`` says when it ran
+at its position, 0 first). Further
 Criss configurations run side by side as modes named ``criss-<name>`` whose options come
 from ``ReplayConfig.variants`` (e.g. ``{"criss-disk": {"media": "disk"}}``), each with a
 home of its own; every Criss mode is compared with ``spark`` under ``comparisons``.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import itertools
 import json
 import logging
 import math
@@ -202,10 +206,10 @@ def run_replay(
     # each Criss query's record: its counters grow when its action's writes commit, which
     # happens in a later query's (timed) planning, so they are read at the end
     planned: dict[str, list[Any]] = {m: [] for m in sessions}
-    order = list(runners)
-    for item in stream:
-        for mode in order:
+    for position, item in enumerate(stream):
+        for turn, mode in enumerate(run_order(list(runners), position)):
             record = _run_one(runners[mode], item)
+            record["turn"] = turn
             if mode in sessions:
                 planned[mode].append(sessions[mode].last_record)
                 record["criss"] = _summary(planned[mode][-1])
@@ -213,7 +217,6 @@ def run_replay(
             records[mode].append(record)
             if on_query:
                 on_query(mode, record)
-        order = order[1:] + order[:1]
     reports = {m: cs.report() for m, cs in sessions.items()}
     for mode, queries in planned.items():
         for record, query in zip(records[mode], queries, strict=True):
@@ -227,6 +230,16 @@ def run_replay(
     for cs in sessions.values():
         cs.close()
     return result
+
+
+def run_order(modes: Sequence[str], position: int) -> tuple[str, ...]:
+    """The order the modes run in at ``position``: every permutation in turn, so each mode
+    runs first, and before each other mode, equally often. The first run of a statement
+    at a position compiles the classes the others may find compiled (Spark's code cache is
+    the JVM's); rotating only who goes first would put one mode right before another at
+    two positions of three with three modes, and hand the second the first one's work."""
+    orders = list(itertools.permutations(modes))
+    return orders[position % len(orders)]
 
 
 def _finish_background(cs: Any) -> float:
