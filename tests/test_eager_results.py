@@ -4,9 +4,11 @@ a stream of ever new parameters stops paying for caching each first sight."""
 
 from __future__ import annotations
 
+import pytest
 from rowcompare import assert_same_rows
 
 import criss
+from criss.planner.learning import DEFAULT_RESULT_RATIO
 from criss.policies.decisions import BOUNDED_COLUMN_BYTES
 from criss.qtree.rewrite import result_node
 
@@ -86,6 +88,27 @@ def test_a_one_row_result_is_sized_as_one_row_on_first_sight(tpch, tmp_path):
         )
         assert_same_rows(cs.sql(one_row).collect(), rows)
         assert cs.last_query_summary()["operators_reused"] == 1
+
+
+def test_a_result_cached_as_it_was_computed_teaches_the_result_bytes_per_input_byte(tpch, tmp_path):
+    """The action that computes a first-seen result into the cache runs over Spark's cache,
+    whose executed plan says nothing of the result's size; its written files do, exactly.
+    Without them the ratio would stay at its default while results are cached on first
+    sight (the first ones of every new home)."""
+    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+        assert cs.learning.result_ratio == DEFAULT_RESULT_RATIO
+        sql = "select l_returnflag, l_linestatus, count(*) as n from lineitem group by 1, 2"
+        rows = cs.sql(sql).collect()
+        decision = _result_decision(cs)
+        assert decision.reason == "eager_result"
+        cs.settle_harvests()
+        (entry,) = cs.report()["entries"]
+        measured = entry["bytes"] / decision.numbers["scanned_bytes"]
+        assert measured < DEFAULT_RESULT_RATIO / 10
+        assert cs.learning.result_ratio == pytest.approx(
+            (1 - 0.3) * DEFAULT_RESULT_RATIO + 0.3 * measured
+        )
+        assert_same_rows(cs.sql(sql).collect(), rows)
 
 
 PER_CUSTOMER = "select o_custkey, sum(o_totalprice) as spent from orders group by o_custkey"

@@ -71,6 +71,7 @@ def plan_query(
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
         learn_repeat(session, matched)
+    work.served = tuple(served)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
     if chosen:

@@ -167,8 +167,14 @@ class Learning:
             rate = facts.scanned_bytes / facts.compute_seconds
             self._blend("scan_rate", DEFAULT_SCAN_RATE, rate)
             if facts.result_bytes is not None:
-                ratio = min(max(facts.result_bytes / facts.scanned_bytes, 1e-6), 4.0)
-                self._blend("result_ratio", DEFAULT_RESULT_RATIO, ratio)
+                self.learn_result_ratio(facts.result_bytes, facts.scanned_bytes)
+
+    def learn_result_ratio(self, result_bytes: float, scanned_bytes: int) -> None:
+        """Blend in a query result's bytes per byte of input it read: from an executed
+        plan, or exact, from the files of a result cached as it was computed."""
+        if scanned_bytes > 0:
+            ratio = min(max(result_bytes / scanned_bytes, 1e-6), 4.0)
+            self._blend("result_ratio", DEFAULT_RESULT_RATIO, ratio)
 
     def harvest_later(
         self,

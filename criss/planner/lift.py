@@ -150,7 +150,7 @@ def _cache_lifted(work, view, lifted, shape, key, refusal) -> tuple[str, Derivat
         work.lease,
         df=lifted,
     )
-    materialize(sub, top)
+    materialize(sub, top, query_result=False)
     work.sources.update(sub.sources)
     stats = session.qtree.get(top.fingerprint)
     keyed = subsumption_key(top)

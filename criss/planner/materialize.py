@@ -15,15 +15,17 @@ from criss.errors import StorageError
 from criss.planner.learning import ExecutionFacts, statistics_from_metrics
 from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import storable
+from criss.qtree.rewrite import result_node, storable
 from criss.storage.catalog import EntryRecord
 
 if TYPE_CHECKING:
     from criss.engine import CrissSession
 
 
-def materialize(work: Workspace, node: PlanNode) -> None:
-    """Compute ``node``'s result partition by partition, cache it and read it in its place."""
+def materialize(work: Workspace, node: PlanNode, query_result: bool = True) -> None:
+    """Compute ``node``'s result partition by partition, cache it and read it in its place.
+    ``query_result``: False for a result no user asked for (a lifted aggregate), whose
+    size says nothing of what the user's queries return."""
     key = node.fingerprint
     if key in work.sources:
         # the same subtree occurs twice in this query: write once, read it at both places
@@ -47,6 +49,9 @@ def materialize(work: Workspace, node: PlanNode) -> None:
     session.qtree.record_stats(key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
     session.learning.learn_scan_rate(node, texec, work.replacements)
     session.learning.learn_parquet_ratio(stored.rows, result.row_width, stored.bytes)
+    scanned = query_result_input(work, node) if query_result else None
+    if scanned is not None:
+        session.learning.learn_result_ratio(stored.bytes, scanned)
     _learn_from_execution(work, result, node, texec)
     work.settle(key, result.schema_json, {}, stored, table=result.written_table)
     work.place_read(node.path, key)
@@ -92,6 +97,14 @@ def _learn_from_execution(
         return ExecutionFacts(result_statistics(session, result, wanted, wall, parquet_ratio))
 
     session.learning.harvest_later(read)
+
+
+def query_result_input(work: Workspace, node: PlanNode) -> int | None:
+    """The input bytes the query reads for ``node`` if it is the query's result (outside
+    what the cache serves, as the first-sight estimate counts them), else None."""
+    if node.path != result_node(work.matched.tree).path:
+        return None
+    return node.scanned_bytes_outside(work.served)
 
 
 def unmeasured_below(work: Workspace, node: PlanNode) -> frozenset[str]:

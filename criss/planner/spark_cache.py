@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
 from criss.planner.learning import ExecutionFacts
-from criss.planner.materialize import result_statistics, unmeasured_below
+from criss.planner.materialize import query_result_input, result_statistics, unmeasured_below
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
 from criss.qtree.plan import PlanNode
@@ -52,6 +52,9 @@ class PendingCache:
     served: tuple[tuple[int, ...], ...]
     #: Operators under it that lack statistics: the executed plan gives them some.
     unmeasured: frozenset[str]
+    #: Input bytes the query read for it, when it is the query's result (None otherwise):
+    #: its size once written teaches the result bytes per input byte.
+    scanned: int | None = None
     record: Any = field(default=None, repr=False)
     #: The DataFrame handed out: its action's execution id and its plan's JVM identity
     #: (see criss.bridge.execution_id, plan_identity), once known.
@@ -114,6 +117,7 @@ def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
         unmeasured=unmeasured_below(work, node),
+        scanned=query_result_input(work, node),
         record=work.record,
     )
     if cached.num_partitions == 0:  # nothing for the action to compute: cached as it is
@@ -231,11 +235,13 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
 
 def _learn(session: CrissSession, pending: PendingCache, texec: float, stored: Any) -> None:
     """The whole result, measured: its Texec (stages below in ``cs.sql()`` plus the
-    action) and its size as stored."""
+    action) and its size as stored (and, for a query's result, its size per input byte)."""
     learning = session.learning
     session.qtree.record_stats(pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
     learning.learn_scan_rate(pending.node, texec, pending.served)
     learning.learn_parquet_ratio(stored.rows, pending.cached.result.row_width, stored.bytes)
+    if pending.scanned is not None:
+        learning.learn_result_ratio(stored.bytes, pending.scanned)
 
 
 def fully_committed(pending: PendingCache) -> bool:

@@ -78,6 +78,8 @@ class Workspace:
     df: DataFrame | None = None
     replacements: dict[tuple[int, ...], Any] = field(default_factory=dict)
     sources: dict[str, Source] = field(default_factory=dict)
+    #: Paths the cache serves (read, or derived from cached rows): they read no table file.
+    served: tuple[tuple[int, ...], ...] = ()
 
     @property
     def counters(self) -> Counter:
