@@ -90,12 +90,19 @@ def test_a_one_row_result_is_sized_as_one_row_on_first_sight(tpch, tmp_path):
         assert cs.last_query_summary()["operators_reused"] == 1
 
 
-def test_a_result_cached_as_it_was_computed_teaches_the_result_bytes_per_input_byte(tpch, tmp_path):
+@pytest.mark.parametrize(
+    "path",
+    [{}, {"cache_in_action": False}, {"write_through": True}],
+    ids=["in-action", "job", "write-through"],
+)
+def test_a_result_cached_as_it_was_computed_teaches_the_result_bytes_per_input_byte(
+    tpch, tmp_path, path
+):
     """The action that computes a first-seen result into the cache runs over Spark's cache,
-    whose executed plan says nothing of the result's size; its written files do, exactly.
-    Without them the ratio would stay at its default while results are cached on first
-    sight (the first ones of every new home)."""
-    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+    whose executed plan says nothing of the result's size; its written files do, exactly
+    (whichever way it is written). Without them the ratio would stay at its default while
+    results are cached on first sight (the first ones of every new home)."""
+    with criss.session(tpch, home=str(tmp_path / "h"), **path) as cs:
         assert cs.learning.result_ratio == DEFAULT_RESULT_RATIO
         sql = "select l_returnflag, l_linestatus, count(*) as n from lineitem group by 1, 2"
         rows = cs.sql(sql).collect()

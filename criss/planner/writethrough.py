@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.bridge import WrittenStep, positional_schema, write_through_blocker
 from criss.errors import StorageError
+from criss.planner.materialize import query_result_input
 from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
 from criss.storage.staging import Staged
@@ -55,6 +56,8 @@ class PendingWrite:
     dropped: bool = False
     #: The record of the query that handed the step out (criss.records.QueryRecord).
     record: Any = field(default=None, repr=False)
+    #: Input bytes the query read for it, when it is the query's result (None otherwise).
+    scanned: int | None = None
 
 
 def write_through(work: Workspace, nodes: list[PlanNode]) -> str | None:
@@ -94,7 +97,13 @@ def write_through(work: Workspace, nodes: list[PlanNode]) -> str | None:
         )
         work.lease.writes.append(
             PendingWrite(
-                token, node.fingerprint, node.op, schemas[node.path], staged, record=work.record
+                token,
+                node.fingerprint,
+                node.op,
+                schemas[node.path],
+                staged,
+                record=work.record,
+                scanned=query_result_input(work, node),
             )
         )
         work.counters["operators_written_through"] += 1
@@ -184,6 +193,8 @@ def _store(
         session.qtree.record_stats(
             pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows
         )
+        if pending.scanned is not None:
+            session.learning.learn_result_ratio(stored.bytes, pending.scanned)
     return len(stored.stored) + int(opened and not files)
 
 
