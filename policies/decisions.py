@@ -54,7 +54,8 @@ MEASURED, ESTIMATE = "measured", "estimate"
 #: What caching a first-seen result in the user's action adds to the query's time, as a
 #: share of it: measured 1.089x plain Spark over the 22 TPC-H templates at SF 1, of which
 #: planning (done with or without caching) is ~0.03
-#: (experiments/results/issue22/first-sight-paths-sf1-engine.json).
+#: (experiments/results/issue22/first-sight-paths-sf1-engine.json); 1.067x with the paths
+#: in every order and no lifts (issue22/session13/first-sight-paths-sf1.json).
 FIRST_SIGHT_COST = 0.06
 #: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
 #: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
