@@ -20,6 +20,7 @@ home of its own; every Criss mode is compared with ``spark`` under ``comparisons
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import itertools
 import json
@@ -238,8 +239,14 @@ def run_order(modes: Sequence[str], position: int) -> tuple[str, ...]:
     at a position compiles the classes the others may find compiled (Spark's code cache is
     the JVM's); rotating only who goes first would put one mode right before another at
     two positions of three with three modes, and hand the second the first one's work."""
-    orders = list(itertools.permutations(modes))
+    orders = _orders(tuple(modes))
     return orders[position % len(orders)]
+
+
+@functools.cache
+def _orders(modes: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
+    """Every permutation of ``modes``, listed once per set of modes, not per position."""
+    return tuple(itertools.permutations(modes))
 
 
 def _finish_background(cs: Any) -> float:
