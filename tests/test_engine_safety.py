@@ -95,8 +95,8 @@ def test_a_table_read_twice_in_one_query_is_listed_once_and_never_served_stale(
     from criss.bridge import capture
 
     listed = []
-    identity = capture._relation_identity
-    monkeypatch.setattr(capture, "_relation_identity", lambda *a: listed.append(1) or identity(*a))
+    identity = capture._listed
+    monkeypatch.setattr(capture, "_listed", lambda *a: listed.append(1) or identity(*a))
     path = str(tmp_path / "twice")
     spark.range(0, 1000).withColumn("g", F.col("id") % 7).write.parquet(path)
     spark.read.parquet(path).createOrReplaceTempView("twice_a")

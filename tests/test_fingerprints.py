@@ -213,3 +213,83 @@ def test_a_repeated_plan_reuses_its_tree_but_lists_its_files_afresh(spark, tmp_p
     (leaf,) = changed.leaves()
     assert leaf.relation["version"] != next(first.leaves()).relation["version"]
     assert changed.fingerprint != first.fingerprint
+
+
+def _leaf_identity(bridge, query):
+    (leaf,) = (n for n in bridge.capture(query).tree.walk() if n.relation is not None)
+    return leaf.relation
+
+
+def test_an_unchanged_table_keeps_its_listing_and_any_change_on_disk_lists_it_again(
+    spark, tmp_path
+):
+    """Refreshing a file index costs JVM calls; local files are looked at from Python
+    first, and Spark lists them again only when something under the roots changed."""
+    import os
+
+    from pyspark.sql import functions as F
+
+    path = tmp_path / "t"
+    spark.range(0, 300).withColumn("g", F.col("id") % 3).write.parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView("listed_t")
+    query = spark.sql("select g, count(*) c from listed_t group by g")
+    bridge = CatalystBridge(spark)
+    first = _leaf_identity(bridge, query)
+    assert _leaf_identity(bridge, spark.sql("select * from listed_t")) is first  # not re-listed
+    assert len(bridge.known_relations) == 1
+
+    data = sorted(p for p in path.iterdir() if p.name.endswith(".parquet"))[0]
+    stamp = os.stat(data)
+    os.utime(data, ns=(stamp.st_atime_ns, stamp.st_mtime_ns + 2_000_000_000))  # same bytes
+    touched = _leaf_identity(bridge, query)
+    assert touched is not first and touched["version"] != first["version"]
+    assert _leaf_identity(bridge, query) is touched
+
+    (path / "_note").write_text("ignored by Spark, noticed here")  # listed again, same files
+    noted = _leaf_identity(bridge, query)
+    assert noted is not touched and noted["version"] == touched["version"]
+
+    spark.range(0, 500).withColumn("g", F.col("id") % 5).write.mode("overwrite").parquet(str(path))
+    rewritten = _leaf_identity(bridge, query)
+    assert rewritten["version"] != noted["version"]
+    assert sorted(r["g"] for r in query.collect()) == [0, 1, 2, 3, 4]  # Spark's index too
+
+
+def test_a_large_listing_is_not_held_between_captures(spark, tmp_path, monkeypatch):
+    from criss.bridge import capture
+
+    path = str(tmp_path / "t")
+    spark.range(0, 100).repartition(3).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("large_t")
+    bridge = CatalystBridge(spark)
+    monkeypatch.setattr(capture, "REMEMBERED_FILES", 2)
+    first = _leaf_identity(bridge, spark.sql("select * from large_t"))
+    assert len(first["files"]) == 3 and len(bridge.known_relations) == 0
+    monkeypatch.setattr(capture, "REMEMBERED_FILES", 3)
+    assert _leaf_identity(bridge, spark.sql("select * from large_t")) is not first
+    assert len(bridge.known_relations) == 1
+
+
+def test_a_snapshot_of_local_files_sees_every_change_and_gives_up_elsewhere(tmp_path):
+    import os
+
+    from criss.bridge.capture import local_snapshot
+
+    root = tmp_path / "table"
+    (root / "p=1").mkdir(parents=True)
+    (root / "p=1" / "a.parquet").write_bytes(b"1234")
+    roots = [f"file:{root}"]
+    before = local_snapshot(roots)
+    assert before is not None and local_snapshot(roots) == before
+    (root / "p=1" / "a.parquet").write_bytes(b"5678")  # same size, new content
+    after = local_snapshot(roots)
+    assert after is not None and after != before
+    os.rename(root / "p=1" / "a.parquet", root / "p=1" / "b.parquet")
+    assert local_snapshot(roots) not in (before, after)
+    single = root / "p=1" / "b.parquet"
+    assert local_snapshot([f"file:{single}"]) is not None  # a root may be one file
+    assert local_snapshot([f"file:{tmp_path / 'missing'}"]) is None
+    assert local_snapshot(["hdfs://namenode:8020/table"]) is None
+    assert local_snapshot([str(root)]) is None  # not a qualified file: URI
+    (root / "link").symlink_to(tmp_path)
+    assert local_snapshot(roots) is None

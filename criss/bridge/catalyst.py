@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.bloom import BloomLiterals
-from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, RememberedTrees
+from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, KnownRelations, RememberedTrees
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
@@ -60,6 +60,8 @@ class CatalystBridge:
         self._reads = ReadPlans(self)
         self._blooms = BloomLiterals(self)
         self._trees = RememberedTrees(REMEMBERED_PLANS)
+        #: File relations' fixed facts, so a capture lists each index and little else.
+        self.known_relations = KnownRelations(jvm)
         self._fast_gateway = FastGateway(spark)
         self.speed_up_gateway()
 
