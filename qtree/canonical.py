@@ -78,10 +78,15 @@ def strip_noise(node: PlanNode) -> PlanNode:
 
 
 def _strip(value: Any) -> Any:
+    # scalars are handed on without a call: plans of TPC-DS size hold ~100 per operator
     if isinstance(value, dict):
-        return {k: _strip(v) for k, v in value.items() if k not in NOISE_KEYS}
+        return {
+            k: _strip(v) if isinstance(v, (dict, list)) else v
+            for k, v in value.items()
+            if k not in NOISE_KEYS
+        }
     if isinstance(value, list):
-        return [_strip(v) for v in value]
+        return [_strip(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 
@@ -123,23 +128,34 @@ def mark_lossy_fields(node: PlanNode) -> PlanNode:
     e.g. a Scala UDF's function) is not fully described by its fingerprint: never cached."""
     if node.uncacheable is not None:
         return node
-    lost = next(_null_fields(node.op, node.args), None)
+    lost = _first_null_field(node.op, node.args)
     if lost is None:
         return node
     return node.with_(uncacheable=f"Catalyst's plan JSON omits {lost}")
 
 
-def _null_fields(owner: str, value: Any) -> Iterable[str]:
+def _first_null_field(owner: str, value: Any) -> str | None:
+    """The first field under ``value`` written as null that is not benign, as
+    "Class.field"; None if there is none."""
     if isinstance(value, dict):
         owner = value.get("class", owner)
         for key, item in value.items():
-            if item is None and (owner, key) not in BENIGN_NULLS:
-                yield f"{owner.rsplit('.', 1)[-1]}.{key}"
-            elif key not in NOISE_KEYS:
-                yield from _null_fields(owner, item)
+            if item is None:
+                if (owner, key) not in BENIGN_NULLS:
+                    return f"{owner.rsplit('.', 1)[-1]}.{key}"
+            elif key not in NOISE_KEYS and isinstance(item, (dict, list)):
+                found = _first_null_field(owner, item)
+                if found is not None:
+                    return found
     elif isinstance(value, list):
         for item in value:
-            yield from _null_fields(owner, item)
+            if item is None:  # an element, not a field: nothing to name
+                continue
+            if isinstance(item, (dict, list)):
+                found = _first_null_field(owner, item)
+                if found is not None:
+                    return found
+    return None
 
 
 def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
@@ -151,15 +167,21 @@ def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNo
     return node
 
 
-def _python_udf_names(value: Any) -> Iterable[str]:
+def _python_udf_names(value: Any, found: list[str] | None = None) -> list[str]:
+    """The names of the Python UDFs under ``value``, in document order."""
+    found = [] if found is None else found
     if isinstance(value, dict):
         if value.get("class") == PYTHON_UDF:
-            yield str(value.get("name"))
-        for v in value.values():
-            yield from _python_udf_names(v)
+            found.append(str(value.get("name")))
+        items: Iterable[Any] = value.values()
     elif isinstance(value, list):
-        for v in value:
-            yield from _python_udf_names(v)
+        items = value
+    else:
+        return found
+    for item in items:
+        if isinstance(item, (dict, list)):
+            _python_udf_names(item, found)
+    return found
 
 
 def parse_expressions(node: PlanNode) -> PlanNode:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from operator import itemgetter
 from typing import Any
 
 CATALYST_PREFIXES = (
@@ -137,9 +138,16 @@ def expression_tree(flat: list[dict[str, Any]]) -> Expr:
         nonlocal position
         raw = flat[position]
         position += 1
-        children = tuple(build() for _ in range(raw.get("num-children", 0)))
-        fields = tuple(sorted((k, _freeze(v)) for k, v in raw.items() if k != "class"))
-        return Expr(raw["class"], fields, children)
+        count = raw.get("num-children", 0)
+        children = tuple([build() for _ in range(count)]) if count else ()
+        # field names are unique: ordering by name alone is the order of the pairs
+        fields = [
+            (k, _freeze(v) if isinstance(v, _CONTAINERS) else v)
+            for k, v in raw.items()
+            if k != "class"
+        ]
+        fields.sort(key=_field_name)
+        return Expr(raw["class"], tuple(fields), children)
 
     expr = build()
     if position != len(flat):
@@ -147,11 +155,13 @@ def expression_tree(flat: list[dict[str, Any]]) -> Expr:
     return expr
 
 
+_CONTAINERS = (dict, list, tuple)
+_field_name = itemgetter(0)
+
+
 def _freeze(value: Any) -> Any:
     if isinstance(value, dict):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, tuple):
-        return tuple(_freeze(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return tuple(_freeze(v) if isinstance(v, _CONTAINERS) else v for v in value)
     return value
