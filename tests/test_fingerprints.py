@@ -265,9 +265,11 @@ def test_a_large_listing_is_not_held_between_captures(spark, tmp_path, monkeypat
     monkeypatch.setattr(capture, "REMEMBERED_FILES", 2)
     first = _leaf_identity(bridge, spark.sql("select * from large_t"))
     assert len(first["files"]) == 3 and len(bridge.known_relations) == 0
-    monkeypatch.setattr(capture, "REMEMBERED_FILES", 3)
+    assert bridge.known_relations.large  # not looked at from Python again
+    looked = []
+    monkeypatch.setattr(capture, "local_snapshot", lambda roots: looked.append(roots))
     assert _leaf_identity(bridge, spark.sql("select * from large_t")) is not first
-    assert len(bridge.known_relations) == 1
+    assert not looked and len(bridge.known_relations) == 0
 
 
 def test_a_snapshot_of_local_files_sees_every_change_and_gives_up_elsewhere(tmp_path):

@@ -387,10 +387,14 @@ class RelationIdentities:
         facts = self._known.facts(relation)
         found = self._identities.get(id(facts))
         if found is None:
-            found = (facts, None if facts is None else _listed(facts, self._refresh))
+            if facts is None:
+                found = (None, None)
+            else:
+                look = self._refresh and facts.key not in self._known.large
+                found = (facts, _listed(facts, self._refresh, look))
+                if len(found[1]["files"]) > REMEMBERED_FILES:
+                    self._known.forget(relation, facts.key)
             self._identities[id(facts)] = found
-            if found[1] is not None and len(found[1]["files"]) > REMEMBERED_FILES:
-                self._known.forget(relation)
         return found[1]
 
 
@@ -426,6 +430,8 @@ class KnownRelations:
         self._lock = threading.Lock()
         self._index: Any = None
         self._facts: list[RelationFacts | None] = []
+        #: Keys (roots) of relations with more than ``REMEMBERED_FILES`` files.
+        self.large: set[str] = set()
 
     def facts(self, relation: Any) -> RelationFacts | None:
         """``relation``'s facts; None when it is not a file relation."""
@@ -443,9 +449,14 @@ class KnownRelations:
             self._facts.append(facts)
             return facts
 
-    def forget(self, relation: Any) -> None:
-        """Let go of ``relation`` (and its index's listing)."""
+    def forget(self, relation: Any, key: str) -> None:
+        """Let go of ``relation`` (and its index's listing), whose files under roots
+        ``key`` are too many to keep: a later relation over them is not looked at from
+        Python either (it would be forgotten again, the look wasted)."""
         with self._lock:
+            if len(self.large) >= self._limit:
+                self.large.clear()
+            self.large.add(key)
             if self._index is None:
                 return
             known = self._index.remove(relation)
@@ -473,9 +484,9 @@ def _relation_facts(relation: Any) -> RelationFacts | None:
     return RelationFacts(location, fmt, str(relation.options().toString()), roots, key)
 
 
-def _listed(facts: RelationFacts, refresh: bool) -> dict[str, Any]:
+def _listed(facts: RelationFacts, refresh: bool, look: bool = True) -> dict[str, Any]:
     """The identity of ``facts``' relation from its index's listing, refreshed first
-    unless ``refresh`` is false.
+    unless ``refresh`` is false; ``look``: whether to look at local files first.
 
     Refreshing an index asks the file system through the JVM (~1.5 ms a relation). Local
     files are looked at from here first (``local_snapshot``, every entry under the roots
@@ -483,7 +494,7 @@ def _listed(facts: RelationFacts, refresh: bool) -> dict[str, Any]:
     since this index's last refresh, that refresh's listing still stands.
     """
     location = facts.location
-    snapshot = local_snapshot(facts.roots) if refresh else None
+    snapshot = local_snapshot(facts.roots) if refresh and look else None
     if snapshot is not None and facts.refreshed is not None and facts.refreshed[0] == snapshot:
         return facts.refreshed[1]
     if refresh:
