@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -251,14 +251,19 @@ class QTree:
                 subsume.add(row["subsume_key"])
         return relaxed - {None}, subsume - {None}
 
-    def subsumers(self, key: str) -> list[tuple[str, Shape]]:
+    def subsumers(self, key: str, among: Collection[str] | None = None) -> list[tuple[str, Shape]]:
         """Operators sharing subsumption ``key`` (see :func:`qtree.subsume.subsumption_key`),
-        with their shapes, most recently used first."""
+        with their shapes, most recently used first; only those in ``among`` if given (the
+        others' shapes are not decoded)."""
         rows = self._rows(
             "select fingerprint, shape from nodes where subsume_key = ? order by last_access desc",
             [key],
         )
-        return [(r["fingerprint"], Shape.loads(r["shape"])) for r in rows if r["shape"]]
+        return [
+            (r["fingerprint"], Shape.loads(r["shape"]))
+            for r in rows
+            if r["shape"] and (among is None or r["fingerprint"] in among)
+        ]
 
     def usage(self, fingerprints: Iterable[str]) -> dict[str, tuple[int, float]]:
         """(ref, recency) of each known operator; recency counts from the QTree's start."""

@@ -206,6 +206,30 @@ def test_a_cached_result_that_does_not_hold_the_answer_is_not_used(cs, spark, na
     assert _rule_count(summary, FILTER_SUBSUMPTION) == _rule_count(summary, AGGREGATE_ROLLUP) == 0
 
 
+def test_only_cached_variants_are_decoded_when_looking_for_a_subsumer(cs, spark, monkeypatch):
+    """A template seen under many parameters keeps its variants in the QTree; looking for a
+    cached result that subsumes a query decodes and looks up the cached ones only."""
+    from criss.qtree.subsume import Shape
+
+    _through(cs, spark, "select x, s from params_t where x > 3")
+    for bound in (4, 6, 7, 8, 9):  # planned, never run: in the QTree, not in the cache
+        cs.sql(f"select x, s from params_t where x > {bound}")
+    decoded = []
+    loads = Shape.loads.__func__
+    monkeypatch.setattr(
+        Shape, "loads", classmethod(lambda cls, t: decoded.append(t) or loads(cls, t))
+    )
+    _, summary = _through(cs, spark, "select x, s from params_t where x > 5")
+    assert _rule_count(summary, FILTER_SUBSUMPTION) == 1
+    cached = {e["key"] for e in cs.report()["entries"]}
+    assert decoded and len(decoded) <= 2 * len(cached)  # matched twice: capture, then match
+    (shared,) = cs.qtree._rows(
+        "select subsume_key, count(*) n from nodes where subsume_key is not null "
+        "group by 1 order by n desc limit 1"
+    )
+    assert shared["n"] >= 7  # every variant is in the QTree: they were there to decode
+
+
 def test_a_tpch_aggregate_rolls_up_across_parameters(tpch, tmp_path):
     """Q1's measures by ship date serve Q1 itself under other DELTAs."""
     cs = criss.session(tpch, home=str(tmp_path / "home"))

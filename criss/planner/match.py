@@ -58,14 +58,22 @@ class CacheView:
     def complete(self, fingerprint: str) -> bool:
         return self.is_cached(fingerprint) and self.entries[fingerprint].complete
 
-    def cached_relatives(self, key: str) -> list[Relative]:
+    def cached_relatives(self, key: str, among: set[str] | None = None) -> list[Relative]:
+        """Complete cached operators sharing relaxed ``key`` (of ``among``, the cached
+        operators, when known: the others are not looked up)."""
         # a relative's plan is not in this query, so its missing partitions can't be rebuilt
-        return [r for r in self.session.qtree.relatives(key) if self.complete(r.fingerprint)]
+        return [
+            r
+            for r in self.session.qtree.relatives(key)
+            if (among is None or r.fingerprint in among) and self.complete(r.fingerprint)
+        ]
 
-    def cached_subsumers(self, key: str) -> list[tuple[str, Shape]]:
+    def cached_subsumers(self, key: str, among: set[str] | None = None) -> list[tuple[str, Shape]]:
         """Complete cached results sharing subsumption ``key``, smallest first (the fewest
-        rows to filter or aggregate again)."""
-        found = [s for s in self.session.qtree.subsumers(key) if self.complete(s[0])]
+        rows to filter or aggregate again); of ``among``, the cached operators, when known:
+        a template's uncached variants (many, on a stream of drifting parameters) are
+        neither decoded nor looked up."""
+        found = [s for s in self.session.qtree.subsumers(key, among=among) if self.complete(s[0])]
         return sorted(found, key=lambda s: self.entries[s[0]].bytes)
 
     def reuses(self, tree: PlanNode) -> list[Reuse]:
@@ -91,31 +99,39 @@ class CacheView:
             self.cheap[node.path] = (fingerprint, stats.texec)
             return False
 
-        relatives, subsumers = self._rewrite_lookups()
-        found = plan_reuse(tree, self.is_cached, relatives, subsumers, worth_reading)
+        cached, relatives, subsumers = self._lookups()
+        found = plan_reuse(tree, cached, relatives, subsumers, worth_reading)
         if self.session.options.reuse_scope == "results":  # an exact-result cache
             found = [r for r in found if r.path == result and r.rule == "exact"]
         return found
 
-    def _rewrite_lookups(
+    def _lookups(
         self,
-    ) -> tuple[Callable[[str], list[Relative]], Callable[[str], list[tuple[str, Shape]]]]:
-        """How the rewrite rules find cached relatives and subsumers of a key. They can only
-        be among cached operators: the keys those have, in two lookups, spare the lookup per
-        operator of a query nothing can serve, while the cache holds few enough entries for
-        reading their keys to cost less than that."""
+    ) -> tuple[
+        Callable[[str], bool],
+        Callable[[str], list[Relative]],
+        Callable[[str], list[tuple[str, Shape]]],
+    ]:
+        """How the rules find an operator's entry, and cached relatives and subsumers of a
+        key. They can only be among cached operators: their keys, in two lookups, spare the
+        lookup per operator of a query nothing can serve, while the cache holds few enough
+        entries for reading their keys to cost less than that."""
         cached = self.session.cache.catalog.entry_keys(limit=REWRITE_PREFILTER_ENTRIES)
         if cached is None:
-            return self.cached_relatives, self.cached_subsumers
+            return self.is_cached, self.cached_relatives, self.cached_subsumers
         relaxed, subsume = self.session.qtree.rewrite_keys(cached)
+        among = set(cached)
+
+        def is_cached(fingerprint: str) -> bool:
+            return fingerprint in among and self.is_cached(fingerprint)
 
         def relatives(key: str) -> list[Relative]:
-            return self.cached_relatives(key) if key in relaxed else []
+            return self.cached_relatives(key, among) if key in relaxed else []
 
         def subsumers(key: str) -> list[tuple[str, Shape]]:
-            return self.cached_subsumers(key) if key in subsume else []
+            return self.cached_subsumers(key, among) if key in subsume else []
 
-        return relatives, subsumers
+        return is_cached, relatives, subsumers
 
     def _rewritten_result(self, tree: PlanNode) -> Reuse | None:
         """The cached result of this query as the join optimizations rewrote it earlier,
