@@ -148,9 +148,7 @@ def _first_null_field(owner: str, value: Any) -> str | None:
                 if found is not None:
                     return found
     elif isinstance(value, list):
-        for item in value:
-            if item is None:  # an element, not a field: nothing to name
-                continue
+        for item in value:  # a null element is not a field: nothing to name
             if isinstance(item, (dict, list)):
                 found = _first_null_field(owner, item)
                 if found is not None:
