@@ -146,6 +146,15 @@ def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
     help="Also replay a Criss configuration side by side as mode criss-NAME (repeatable), "
     "e.g. disk:media=disk or recycler:policy=recycler.",
 )
+@click.option(
+    "--isolation",
+    type=click.Choice(["auto", "application", "session"]),
+    default="auto",
+    show_default=True,
+    help="application: each mode in a Spark application of its own, so none runs on code "
+    "another compiled; session: all modes on one SparkSession; auto: application on a "
+    "local master, session on a cluster (whose cores go to the first application).",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(
@@ -164,6 +173,7 @@ def replay(
     conf_pairs: tuple[str, ...],
     warmup: bool,
     variant_specs: tuple[str, ...],
+    isolation: str,
     quiet: bool,
 ) -> None:
     """Replay a TPC-H or TPC-DS query stream; report per-query times, totals and the ratio."""
@@ -186,11 +196,18 @@ def replay(
         warmup=warmup,
         variants=variants,
         benchmark=benchmark,
+        isolation=isolation,
+        master=master,
+        spark_conf=_parse_conf(conf_pairs),
     )
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
-        if not quiet:
-            progress.console.print(f"starting Spark ({master}) ...")
-        spark = local_spark("criss-replay", master=master, conf=_parse_conf(conf_pairs))
+        spark = None
+        if config.isolation == "session":
+            if not quiet:
+                progress.console.print(f"starting Spark ({master}) ...")
+            spark = local_spark("criss-replay", master=master, conf=config.spark_conf)
+        elif not quiet:
+            progress.console.print(f"starting a Spark application ({master}) for each mode ...")
         result = run_replay(spark, config, on_query=progress.update, on_warmup=progress.warmup)
     if out:
         write_results(result, out)

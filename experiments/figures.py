@@ -9,10 +9,11 @@
     python -m experiments.figures run pressure    # fig10 + fig14 side by side in one run
     python -m experiments.figures plot            # redraw every PNG from the committed JSON
 
-Each experiment is one or more side-by-side replays (``experiments.replay``): plain Spark and
-every Criss configuration in one process on one SparkSession, alternating query by query,
-after an untimed warm-up pass, with checksums compared query by query. The JSON lands in
-``experiments/results/<experiment>-<stream>-sf<SF>-<N>.json`` with a PNG next to it.
+Each experiment is one or more side-by-side replays (``criss.workload.replay``): plain Spark
+and every Criss configuration, each in a local Spark application of its own, alternating
+query by query, after an untimed warm-up pass, with checksums compared query by query. The
+JSON lands in ``experiments/results/<experiment>-<stream>-sf<SF>-<N>.json`` with a PNG next
+to it.
 """
 
 from __future__ import annotations
@@ -155,17 +156,12 @@ def run_experiment(
 ) -> list[Path]:
     """Run ``experiment``'s replays; write JSON and PNG per stream; return the JSON paths.
 
-    Without ``spark``, a local session like the replay CLI's is started and stopped.
+    Without ``spark``, each mode runs in a local Spark application of its own, like the
+    replay CLI's; with one, every mode runs on it.
     """
     from criss.console import ReplayProgress, print_replay_summary
-    from criss.sparksession import local_spark
     from criss.workload.replay import ReplayConfig, run_replay, write_results
 
-    own_session = spark is None
-    if spark is None:
-        spark = local_spark(
-            "criss-experiments", master=master, conf={"spark.sql.shuffle.partitions": "8"}
-        )
     written = []
     for stream in experiment.streams:
         modes = ("spark", *experiment.modes)
@@ -179,6 +175,9 @@ def run_experiment(
             data_dir=data_dir,
             criss_options=experiment.modes.get("criss", {}),
             variants=experiment.variants(),
+            isolation="session" if spark is not None else "application",
+            master=master,
+            spark_conf={"spark.sql.shuffle.partitions": "8"},
         )
         with ReplayProgress(queries, modes, enabled=not quiet) as progress:
             result = run_replay(spark, config, on_query=progress.update)
@@ -193,8 +192,6 @@ def run_experiment(
         ]
         if mismatched:
             raise click.ClickException(f"results differ from plain Spark in {mismatched}")
-    if own_session:
-        spark.stop()
     return written
 
 

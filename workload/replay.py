@@ -8,10 +8,12 @@ The results JSON has a stable shape read by other tools (the dashboard, the expe
                                                         "turn"}, ...]},
         "criss": {...}}, ...}
 
-With ``modes=("spark", "criss")`` both run in one process on one SparkSession, alternating
-query by query (the order the modes run in goes through every permutation, so none is
-flattered by what another compiled or warmed up; each record's ``turn`` says when it ran
-at its position, 0 first). Further
+With ``modes=("spark", "criss")`` both run alternating query by query, each in a Spark
+application of its own (``isolation="application"``, what the CLI does on a local master:
+no mode finds compiled what another compiled, see ``criss.workload.applications``) or both
+on the SparkSession handed in (``isolation="session"``). The order the modes run in goes
+through every permutation, so none is flattered by what another warmed up; each record's
+``turn`` says when it ran at its position, 0 first. Further
 Criss configurations run side by side as modes named ``criss-<name>`` whose options come
 from ``ReplayConfig.variants`` (e.g. ``{"criss-disk": {"media": "disk"}}``), each with a
 home of its own; every Criss mode is compared with ``spark`` under ``comparisons``.
@@ -37,6 +39,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from criss.errors import WorkloadError
+from criss.workload.applications import (
+    ApplicationPlayer,
+    SessionPlayer,
+    resolve_isolation,
+)
 from criss.workload.benchmarks import parquet_data
 from criss.workload.streams import StreamQuery, check_stream, make_stream
 
@@ -88,6 +95,13 @@ class ReplayConfig:
     variants: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: ``tpch`` or ``tpcds`` (derived from TPC-DS; not comparable to TPC-DS results)
     benchmark: str = "tpch"
+    #: ``session``: every mode on the SparkSession handed to ``run_replay``; ``application``:
+    #: each mode in a Spark application of its own (``master``, ``spark_conf``), so that none
+    #: runs on code another compiled; ``auto``: ``application`` on a local master.
+    isolation: str = "session"
+    #: The master and settings of each mode's own application (``isolation="application"``).
+    master: str = "local[2]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES and m not in self.variants]
@@ -100,6 +114,7 @@ class ReplayConfig:
         if bad:
             raise WorkloadError(f"variant names must start with {VARIANT_PREFIX!r}: {bad}")
         check_stream(self.stream, self.benchmark)
+        self.isolation = resolve_isolation(self.isolation, self.master)
 
     def stream_queries(self) -> list[StreamQuery]:
         return make_stream(
@@ -131,19 +146,18 @@ def replay_homes(config: ReplayConfig) -> dict[str, Path]:
     return {m: base if m == "criss" else base / m for m in config.criss_modes}
 
 
-def _criss_runner(
-    spark: SparkSession, config: ReplayConfig, mode: str, home: Path
-) -> tuple[Runner, Any]:
+def open_criss(spark: SparkSession, config: ReplayConfig, mode: str, home: Path | None) -> Any:
+    """The Criss session of ``mode`` (its options over the replay's), emptied unless warm."""
     import criss
 
     options = {**config.criss_options, **config.variants.get(mode, {})}
     cs = criss.session(spark, home=str(home), **options)
     if not config.warm:
         cs.clear()
-    return cs.sql, cs
+    return cs
 
 
-def _run_one(run: Runner, item: StreamQuery) -> dict[str, Any]:
+def run_statement(run: Runner, item: StreamQuery) -> dict[str, Any]:
     """One timed statement. A statement Spark rejects (TPC-DS's q90 divides by zero at
     small scales under ANSI mode) is recorded with its error condition as its checksum:
     every mode must fail the same way, as every mode must return the same rows."""
@@ -179,58 +193,100 @@ def spark_error(exc: Exception) -> str:
 
 
 def run_replay(
-    spark: SparkSession,
+    spark: SparkSession | None,
     config: ReplayConfig,
     *,
     on_query: Callable[[str, dict[str, Any]], None] | None = None,
     on_warmup: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run ``config``'s stream on ``spark`` in every requested mode; return the results dict.
+    """Run ``config``'s stream in every requested mode; return the results dict.
 
-    ``on_query(mode, record)`` follows each timed query, ``on_warmup(done, total)`` each
-    untimed warm-up statement; slow phases are named on the ``criss.progress`` logger.
+    With ``config.isolation == "session"`` every mode runs on ``spark``; with
+    ``"application"`` each in a Spark application of its own (``spark`` is not used and may
+    be None). ``on_query(mode, record)`` follows each timed query, ``on_warmup(done,
+    total)`` each untimed warm-up statement; slow phases are named on the
+    ``criss.progress`` logger.
     """
     stream = config.stream_queries()
-    parquet_data(config.benchmark).register_views(spark, _data(config))
-    if config.warmup:
-        warm_up(spark, stream, on_statement=on_warmup)
+    data_dir = _data(config)
     homes = replay_homes(config)
-    runners: dict[str, Runner] = {}
-    sessions: dict[str, Any] = {}
-    for mode in config.modes:
-        if mode == "spark":
-            runners[mode] = spark.sql
-        else:
-            progress_log.info("%s: opening Criss home %s", mode, homes[mode])
-            runners[mode], sessions[mode] = _criss_runner(spark, config, mode, homes[mode])
-    records: dict[str, list[dict[str, Any]]] = {m: [] for m in runners}
-    # each Criss query's record: its counters grow when its action's writes commit, which
-    # happens in a later query's (timed) planning, so they are read at the end
-    planned: dict[str, list[Any]] = {m: [] for m in sessions}
-    for position, item in enumerate(stream):
-        for turn, mode in enumerate(run_order(list(runners), position)):
-            record = _run_one(runners[mode], item)
-            record["turn"] = turn
-            if mode in sessions:
-                planned[mode].append(sessions[mode].last_record)
-                record["criss"] = _summary(planned[mode][-1])
-                record["background_seconds"] = _finish_background(sessions[mode])
-            records[mode].append(record)
-            if on_query:
-                on_query(mode, record)
-    reports = {m: cs.report() for m, cs in sessions.items()}
-    for mode, queries in planned.items():
-        for record, query in zip(records[mode], queries, strict=True):
-            record["criss"] = _summary(query)
-    result = _results(config, stream, records, spark)
+    players = _players(spark, config, stream, data_dir, homes, on_warmup)
+    try:
+        records: dict[str, list[dict[str, Any]]] = {m: [] for m in players}
+        for position, item in enumerate(stream):
+            for turn, mode in enumerate(run_order(list(players), position)):
+                record = players[mode].run(item)
+                record["turn"] = turn
+                records[mode].append(record)
+                if on_query:
+                    on_query(mode, record)
+        reports = {}
+        for mode, player in players.items():
+            report, summaries = player.finish()
+            if report is None:
+                continue
+            reports[mode] = report
+            # each Criss query's counters grow when its action's writes commit, which
+            # happens in a later query's (timed) planning, so they are read at the end
+            for record, summary in zip(records[mode], summaries, strict=True):
+                record["criss"] = summary
+        facts = next(iter(players.values())).describe()
+    finally:
+        for player in players.values():
+            player.close()
+    result = _results(config, stream, records, facts)
     result["criss_reports"] = reports
-    if "criss" in sessions:
-        result["criss_report"] = result["criss_reports"]["criss"]
-    result["variants"] = {m: config.variants.get(m, {}) for m in sessions}
+    if "criss" in reports:
+        result["criss_report"] = reports["criss"]
+    result["variants"] = {m: config.variants.get(m, {}) for m in reports}
     result["homes"] = {m: str(home) for m, home in homes.items()}
-    for cs in sessions.values():
-        cs.close()
     return result
+
+
+def _players(
+    spark: SparkSession | None,
+    config: ReplayConfig,
+    stream: list[StreamQuery],
+    data_dir: Path,
+    homes: dict[str, Path],
+    on_warmup: Callable[[int, int], None] | None,
+) -> dict[str, Any]:
+    """Each mode's player, started and warmed up (each application its own JVM)."""
+    if config.isolation == "session":
+        if spark is None:
+            raise WorkloadError("a replay in one session needs the SparkSession to run on")
+        parquet_data(config.benchmark).register_views(spark, data_dir)
+        if config.warmup:
+            warm_up(spark, stream, on_statement=on_warmup)
+        players: dict[str, Any] = {}
+        for mode in config.modes:
+            if mode != "spark":
+                progress_log.info("%s: opening Criss home %s", mode, homes[mode])
+            players[mode] = SessionPlayer(spark, config, mode, homes.get(mode))
+        return players
+    progress_log.info(
+        "starting a Spark application (%s) for each of %s", config.master, ", ".join(config.modes)
+    )
+    players = {
+        m: ApplicationPlayer(config, m, homes.get(m), data_dir, stream) for m in config.modes
+    }
+    try:
+        for player in players.values():
+            player.started()
+        if config.warmup:
+            total = len(set(item.sql for item in stream))
+            for index, player in enumerate(players.values()):
+                done_before = index * total
+                player.warm_up(
+                    None
+                    if on_warmup is None
+                    else lambda done, _, b=done_before: on_warmup(b + done, total * len(players))
+                )
+    except BaseException:
+        for player in players.values():
+            player.close()
+        raise
+    return players
 
 
 def run_order(modes: Sequence[str], position: int) -> tuple[str, ...]:
@@ -249,7 +305,7 @@ def _orders(modes: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
     return tuple(itertools.permutations(modes))
 
 
-def _finish_background(cs: Any) -> float:
+def settle(cs: Any) -> float:
     """Let Criss finish what it does after an action (writing what the action computed
     into Spark's cache, reading statistics), untimed, as an analyst's think time would;
     the seconds it took. Without this, that work would slow whichever query runs next,
@@ -259,9 +315,22 @@ def _finish_background(cs: Any) -> float:
     return round(time.perf_counter() - started, 4)
 
 
-def _summary(query: Any) -> dict[str, Any]:
+def criss_summary(query: Any) -> dict[str, Any]:
     """A Criss query's counters and times ({} if Criss did not plan it)."""
     return {} if query is None else query.summary()
+
+
+def spark_facts(spark: SparkSession) -> dict[str, Any]:
+    """The Spark version, master and SQL settings a replay ran with."""
+    return {
+        "spark": spark.version,
+        "master": spark.sparkContext.master,
+        "spark_conf": {
+            k: v
+            for k, v in spark.sparkContext.getConf().getAll()
+            if k.startswith("spark.sql.") or k.startswith("spark.criss.")
+        },
+    }
 
 
 def _data(config: ReplayConfig) -> Path:
@@ -308,7 +377,7 @@ def _results(
     config: ReplayConfig,
     stream: list[StreamQuery],
     records: dict[str, list[dict[str, Any]]],
-    spark: SparkSession,
+    facts: dict[str, Any],
 ) -> dict[str, Any]:
     modes = {
         m: {
@@ -327,19 +396,16 @@ def _results(
         "modes": modes,
         "zipf_skew": config.zipf_skew if config.stream == "zipf" else None,
         "warmup": config.warmup,
+        "isolation": config.isolation,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
             "host": platform.node(),
             "cpus": os.cpu_count(),
             "python": platform.python_version(),
-            "spark": spark.version,
-            "master": spark.sparkContext.master,
+            "spark": facts.get("spark"),
+            "master": facts.get("master"),
         },
-        "spark_conf": {
-            k: v
-            for k, v in spark.sparkContext.getConf().getAll()
-            if k.startswith("spark.sql.") or k.startswith("spark.criss.")
-        },
+        "spark_conf": facts.get("spark_conf", {}),
     }
     if "spark" in modes:
         result["comparisons"] = {
