@@ -68,3 +68,59 @@ def test_unknown_modes_and_badly_named_variants_are_refused():
         ReplayConfig(modes=("spark", "criss-fast"))
     with pytest.raises(WorkloadError, match="must start with 'criss-'"):
         ReplayConfig(modes=("spark", "fast"), variants={"fast": {}})
+
+
+def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, spark):
+    """No mode runs on classes another mode compiled: each has its JVM, and still every
+    statement's rows equal plain Spark's and Criss reuses what it cached."""
+    config = ReplayConfig(
+        stream="zipf",
+        queries=8,
+        sf=0.01,
+        seed=5,
+        modes=("spark", "criss"),
+        home=tmp_path / "home",
+        data_dir=tpch_dir,
+        warmup=True,
+        isolation="application",
+        spark_conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"},
+    )
+    seen = []
+    result = run_replay(None, config, on_query=lambda mode, record: seen.append(mode))
+    assert result["isolation"] == "application"
+    applications = result["applications"]
+    assert len(set(applications.values())) == 2
+    assert spark.sparkContext.applicationId not in applications.values()
+    assert result["comparison"]["checksums_match"], result["comparison"]
+    assert result["criss_report"]["counters"]["operators_reused"] >= 1
+    assert sum(q["criss"].get("operators_reused", 0) for q in result["modes"]["criss"]["queries"])
+    assert result["machine"]["master"] == "local[2]"
+    assert result["spark_conf"]["spark.sql.shuffle.partitions"] == "4"
+    assert len(seen) == 16  # every timed statement reported as it ran
+    for position in range(config.queries):
+        turns = {m: result["modes"][m]["queries"][position]["turn"] for m in config.modes}
+        assert turns == {m: run_order(config.modes, position).index(m) for m in config.modes}
+
+
+def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path):
+    config = ReplayConfig(
+        queries=2,
+        sf=0.01,
+        modes=("spark",),
+        data_dir=tpch_dir,
+        isolation="application",
+        master="local[two]",
+    )
+    with pytest.raises(WorkloadError, match="replay mode 'spark' failed in its Spark application"):
+        run_replay(None, config)
+
+
+def test_isolation_auto_is_an_application_per_mode_on_a_local_master_only():
+    assert ReplayConfig(isolation="auto").isolation == "application"
+    assert ReplayConfig(isolation="auto", master="local[*]").isolation == "application"
+    assert ReplayConfig(isolation="auto", master="spark://127.0.0.1:7077").isolation == "session"
+    assert ReplayConfig().isolation == "session"  # the API runs on the session handed in
+    with pytest.raises(WorkloadError, match="unknown replay isolation 'jvm'"):
+        ReplayConfig(isolation="jvm")
+    with pytest.raises(WorkloadError, match="needs the SparkSession"):
+        run_replay(None, ReplayConfig(queries=1, sf=0.01))

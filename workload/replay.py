@@ -207,6 +207,8 @@ def run_replay(
     total)`` each untimed warm-up statement; slow phases are named on the
     ``criss.progress`` logger.
     """
+    if spark is None and config.isolation == "session":
+        raise WorkloadError("a replay in one session needs the SparkSession to run on")
     stream = config.stream_queries()
     data_dir = _data(config)
     homes = replay_homes(config)
@@ -230,11 +232,12 @@ def run_replay(
             # happens in a later query's (timed) planning, so they are read at the end
             for record, summary in zip(records[mode], summaries, strict=True):
                 record["criss"] = summary
-        facts = next(iter(players.values())).describe()
+        described = {m: player.describe() for m, player in players.items()}
     finally:
         for player in players.values():
             player.close()
-    result = _results(config, stream, records, facts)
+    result = _results(config, stream, records, next(iter(described.values())))
+    result["applications"] = {m: facts["application"] for m, facts in described.items()}
     result["criss_reports"] = reports
     if "criss" in reports:
         result["criss_report"] = reports["criss"]
@@ -253,8 +256,6 @@ def _players(
 ) -> dict[str, Any]:
     """Each mode's player, started and warmed up (each application its own JVM)."""
     if config.isolation == "session":
-        if spark is None:
-            raise WorkloadError("a replay in one session needs the SparkSession to run on")
         parquet_data(config.benchmark).register_views(spark, data_dir)
         if config.warmup:
             warm_up(spark, stream, on_statement=on_warmup)
@@ -321,8 +322,9 @@ def criss_summary(query: Any) -> dict[str, Any]:
 
 
 def spark_facts(spark: SparkSession) -> dict[str, Any]:
-    """The Spark version, master and SQL settings a replay ran with."""
+    """The Spark application, version, master and SQL settings a replay ran with."""
     return {
+        "application": spark.sparkContext.applicationId,
         "spark": spark.version,
         "master": spark.sparkContext.master,
         "spark_conf": {
