@@ -265,6 +265,9 @@ def _players(
                 progress_log.info("%s: opening Criss home %s", mode, homes[mode])
             players[mode] = SessionPlayer(spark, config, mode, homes.get(mode))
         return players
+    from criss.sparksession import require_java
+
+    require_java()  # a clear error here rather than one per child
     progress_log.info(
         "starting a Spark application (%s) for each of %s", config.master, ", ".join(config.modes)
     )
