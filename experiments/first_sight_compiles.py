@@ -21,6 +21,7 @@ import time
 from pathlib import Path
 
 import criss
+from criss.bridge import compiled_classes
 from criss.sparksession import local_spark
 from criss.workload.benchmarks import parquet_data
 from criss.workload.streams import no_repeat_stream
@@ -31,24 +32,22 @@ TEMPLATES = ("Q1", "Q3", "Q4", "Q5", "Q6", "Q8", "Q10", "Q12", "Q13", "Q14", "Q1
 
 
 def measure(spark, cs, statements: dict[str, list[str]]) -> list[dict]:
-    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
-    compiled = metrics.METRIC_COMPILATION_TIME()
     rows = []
     for name in TEMPLATES:
         warm, plain_sql, criss_sql = statements[name][:3]
         spark.sql(warm).collect()
-        before = compiled.getCount()
+        before = compiled_classes(spark)
         started = time.perf_counter()
         spark.sql(plain_sql).collect()
         plain_seconds = time.perf_counter() - started
-        plain_classes = compiled.getCount() - before
-        before = compiled.getCount()
+        plain_classes = compiled_classes(spark) - before
+        before = compiled_classes(spark)
         started = time.perf_counter()
         planned = cs.sql(criss_sql)
-        planned_classes = compiled.getCount() - before
+        planned_classes = compiled_classes(spark) - before
         planned.collect()
         criss_seconds = time.perf_counter() - started
-        criss_classes = compiled.getCount() - before
+        criss_classes = compiled_classes(spark) - before
         cs.settle_harvests()
         record = cs.last_record
         rows.append(

@@ -46,7 +46,7 @@ from criss.bridge.listener import (
     execution_id,
     plan_identity,
 )
-from criss.bridge.metrics import OperatorMetrics
+from criss.bridge.metrics import OperatorMetrics, compiled_classes
 from criss.bridge.plans import (
     PHASES,
     analyzed_plan,
@@ -86,6 +86,7 @@ __all__ = [
     "bloom_might_contain",
     "build_bloom_filter",
     "canonicalized",
+    "compiled_classes",
     "executed_plan",
     "execution_id",
     "file_relation_identity",

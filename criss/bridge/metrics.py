@@ -160,3 +160,10 @@ class _MetricsWalk:
     def _does_work(self, path: Path) -> bool:
         node = self.logical.get(path)
         return node is not None and node.getClass().getSimpleName() not in _ROW_SELECTING
+
+
+def compiled_classes(spark: Any) -> int:
+    """How many classes Spark's code generation has compiled in this JVM so far (its
+    ``CodegenMetrics``): the difference around a statement is what it compiled."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return int(metrics.METRIC_COMPILATION_TIME().getCount())
