@@ -85,8 +85,13 @@ def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, s
         isolation="application",
         spark_conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"},
     )
-    seen = []
-    result = run_replay(None, config, on_query=lambda mode, record: seen.append(mode))
+    seen, warmed = [], []
+    result = run_replay(
+        None,
+        config,
+        on_query=lambda mode, record: seen.append(mode),
+        on_warmup=lambda done, total: warmed.append((done, total)),
+    )
     assert result["isolation"] == "application"
     applications = result["applications"]
     assert len(set(applications.values())) == 2
@@ -97,6 +102,9 @@ def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, s
     assert result["machine"]["master"] == "local[2]"
     assert result["spark_conf"]["spark.sql.shuffle.partitions"] == "4"
     assert len(seen) == 16  # every timed statement reported as it ran
+    distinct = len({item.sql for item in config.stream_queries()})
+    # one progress over both applications' warm-ups, each running every distinct statement
+    assert warmed == [(done, 2 * distinct) for done in range(1, 2 * distinct + 1)]
     for position in range(config.queries):
         turns = {m: result["modes"][m]["queries"][position]["turn"] for m in config.modes}
         assert turns == {m: run_order(config.modes, position).index(m) for m in config.modes}

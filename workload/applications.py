@@ -61,7 +61,6 @@ class SessionPlayer:
     def __init__(self, spark: SparkSession, config: ReplayConfig, mode: str, home: Path | None):
         from criss.workload.replay import open_criss
 
-        self.mode = mode
         self.spark = spark
         self.criss = None if mode == "spark" else open_criss(spark, config, mode, home)
         self.planned: list[Any] = []
@@ -122,13 +121,11 @@ class ApplicationPlayer:
         child.close()
         self._description: dict[str, Any] | None = None
 
-    def started(self) -> None:
-        """Wait for the application to be up (a JVM of its own takes seconds to start)."""
-        self._description = self._call("describe")
-
     def describe(self) -> dict[str, Any]:
+        """The application's facts; the first call waits for it to be up (a JVM of its own
+        takes seconds to start)."""
         if self._description is None:
-            self.started()
+            self._description = self._call("describe")
         return self._description
 
     def warm_up(self, on_statement: Progress | None = None) -> None:

@@ -276,15 +276,16 @@ def _players(
     }
     try:
         for player in players.values():
-            player.started()
+            player.describe()  # every application up before any warms up
         if config.warmup:
-            total = len(set(item.sql for item in stream))
             for index, player in enumerate(players.values()):
-                done_before = index * total
+                # one bar over every application's warm-up; each counts its own statements
                 player.warm_up(
                     None
                     if on_warmup is None
-                    else lambda done, _, b=done_before: on_warmup(b + done, total * len(players))
+                    else lambda done, total, i=index: on_warmup(
+                        i * total + done, total * len(players)
+                    )
                 )
     except BaseException:
         for player in players.values():
