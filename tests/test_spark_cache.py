@@ -1,6 +1,6 @@
-"""Caching in the user's action (the default): a first-seen result's final stage runs in the
-user's own action, into Spark's cache, and Criss writes the partitions it holds afterwards.
-A ``show()`` leaves the partitions it computed; the next query completes the rest."""
+"""Caching in the user's action (the default): a first-seen result is computed by the user's
+own action, every stage of it, into Spark's cache, and Criss writes the partitions it holds
+afterwards. A ``show()`` leaves the partitions it computed; the next query completes the rest."""
 
 from __future__ import annotations
 
@@ -46,10 +46,9 @@ def test_a_first_seen_result_is_computed_by_the_users_action_and_cached_after_it
 
         plain = jobs_in(tpch, "sc-plain", lambda: got.update(plain=tpch.sql(GROUPED).collect()))
         action = jobs_in(tpch, "sc-action", lambda: got.update(rows=got["df"].collect()))
-        # the stages below the result ran in cs.sql, the last one in the action: no more
-        # jobs than plain Spark runs (the cached blocks are read back afterwards, apart)
-        assert planning + action == plain, (planning, action, plain)
-        assert action >= 1
+        # nothing ran in cs.sql, and the action ran the jobs plain Spark runs (the cached
+        # blocks are read back afterwards, apart)
+        assert (planning, action) == (0, plain), (planning, action, plain)
         assert_same_rows(got["rows"], got["plain"])
 
         report = cs.report()  # Spark reported the action: its partitions are committed
@@ -64,6 +63,32 @@ def test_a_first_seen_result_is_computed_by_the_users_action_and_cached_after_it
         assert cs.last_query_summary()["operators_reused"] == 1
         assert_same_rows(again.collect(), got["plain"])
         assert_same_rows(got["df"].collect(), got["plain"])  # the first DataFrame still runs
+    finally:
+        cs.close()
+
+
+def test_an_ordered_first_seen_result_is_cached_by_plain_sparks_own_plan(tpch, tmp_path):
+    """Under a final ORDER BY, the whole statement fills the cache: the action runs plain
+    Spark's plan and jobs, with nothing of the user's above the cached rows, and the rows
+    come back in order; the result under the sort is what is cached."""
+    ordered = GROUPED + " order by o_orderpriority desc"
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        key = result_key(cs, tpch, GROUPED)
+        got = {}
+        planning = jobs_in(tpch, "so-plan", lambda: got.update(df=cs.sql(ordered)))
+        plain = jobs_in(tpch, "so-plain", lambda: got.update(plain=tpch.sql(ordered).collect()))
+        action = jobs_in(tpch, "so-action", lambda: got.update(rows=got["df"].collect()))
+        assert (planning, action) == (0, plain), (planning, action, plain)
+        assert [tuple(r) for r in got["rows"]] == [tuple(r) for r in got["plain"]]
+        executed = got["df"]._jdf.queryExecution().executedPlan()
+        assert executed.getClass().getSimpleName() == "InMemoryTableScanExec", executed
+
+        cs.report()
+        assert cs.cache.lookup(key).complete
+        again = cs.sql(GROUPED)
+        assert cs.last_query_summary()["operators_reused"] == 1
+        assert_same_rows(again.collect(), tpch.sql(GROUPED).collect())
     finally:
         cs.close()
 
@@ -102,7 +127,7 @@ def test_a_dataframe_never_acted_on_caches_nothing_and_frees_sparks_cache(
     try:
         key = result_key(cs, tpch, GROUPED)
         df = cs.sql(GROUPED)
-        assert persisted() == 1
+        assert persisted() == 0  # Spark's cache holds nothing before an action
         del df
         gc.collect()
         cs.report()

@@ -75,13 +75,41 @@ class _Prepared(NamedTuple):
     query_execution: Any
     rdd: Any
     physical: Any
-    row_width: int
     plan_text: str
     specs: list[str]
     settings: list[str | None]
 
 
-class PartitionedResult:
+class ResultColumns:
+    """What an operator's result looks like as rows: its positional schema (``c0..cN``),
+    width, and whether it is small and plain enough to collect on the driver."""
+
+    def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
+        self.bridge = bridge
+        self.df = df
+        self.schema_json = positional_schema(df)
+        self.width = len(df.schema.fields)
+        self.row_width = int(df._jdf.schema().defaultSize())
+
+    def fits_driver(self, rows: int | None) -> bool:
+        """Whether ``rows`` rows of this result are few enough to collect on the driver."""
+        limit = self.bridge.local_read_bytes
+        if not limit or rows is None or not self.arrow_exact:
+            return False
+        return rows <= LOCAL_SORT_ROWS and rows * self.row_width <= limit
+
+    @cached_property
+    def arrow_exact(self) -> bool:
+        """Whether every column survives a trip through Arrow unchanged."""
+        return all(arrow_exact(f.dataType) for f in self.df.schema.fields)
+
+    @cached_property
+    def jvm_schema(self) -> Any:
+        """The positional schema (``schema_json``) as a JVM StructType."""
+        return self.bridge.static("org.apache.spark.sql.types.DataType.fromJson")(self.schema_json)
+
+
+class PartitionedResult(ResultColumns):
     """An operator's result as an RDD whose partition i can be computed on its own.
 
     Creating it runs the shuffle stages below the final one (AQE plans them); ``frame``
@@ -92,16 +120,12 @@ class PartitionedResult:
     """
 
     def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
-        self.bridge = bridge
         prepared = _prepare(bridge.spark, df)
+        super().__init__(bridge, df)
         self.rdd = prepared.rdd
         self._query_execution, self._physical = prepared.query_execution, prepared.physical
-        self.row_width = prepared.row_width
-        self.df = df
         self.num_partitions = int(self.rdd.getNumPartitions())
         self.layout = _layout(prepared)
-        self.schema_json = positional_schema(df)
-        self.width = len(df.schema.fields)
         #: Every partition's rows as Arrow, once ``write`` wrote them all on the driver.
         self.written_table: Any = None
 
@@ -123,18 +147,6 @@ class PartitionedResult:
         frame.write.option("maxRecordsPerFile", 0).parquet(spark_uri(staged))
         return False
 
-    def fits_driver(self, rows: int | None) -> bool:
-        """Whether ``rows`` rows of this result are few enough to collect on the driver."""
-        limit = self.bridge.local_read_bytes
-        if not limit or rows is None or not self.arrow_exact:
-            return False
-        return rows <= LOCAL_SORT_ROWS and rows * self.row_width <= limit
-
-    @cached_property
-    def arrow_exact(self) -> bool:
-        """Whether every column survives a trip through Arrow unchanged."""
-        return all(arrow_exact(f.dataType) for f in self.df.schema.fields)
-
     @cached_property
     def driver_rows(self) -> int | None:
         """At most how many rows the final stage outputs, None if unknown.
@@ -144,7 +156,7 @@ class PartitionedResult:
         (their runtime row counts). A join or a scan in the final stage leaves it unknown.
         """
         try:
-            return _final_stage_rows(self._physical)
+            return final_stage_rows(self._physical)
         except Exception as exc:
             if is_jvm_error(exc):  # unknown, not an error: the write job writes it
                 return None
@@ -153,11 +165,6 @@ class PartitionedResult:
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
         return frame_over(self.bridge, self.rdd, self.jvm_schema, indices)
-
-    @cached_property
-    def jvm_schema(self) -> Any:
-        """The positional schema (``schema_json``) as a JVM StructType."""
-        return self.bridge.static("org.apache.spark.sql.types.DataType.fromJson")(self.schema_json)
 
     @jvm_errors("read the executed plan's optimized plan")
     def optimized_plan(self) -> Any:
@@ -179,17 +186,29 @@ def _prepare(spark: SparkSession, df: DataFrame) -> _Prepared:
     with _temporary_conf(spark, MATERIALIZE_CONF):
         qe = query_execution(df)
         rdd = qe.toRdd()
-        physical = qe.executedPlan()
-        if physical.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
-            physical = physical.executedPlan()  # the final plan, now that it has run
-        row_width = int(df._jdf.schema().defaultSize())
-        final = physical
-        if final.getClass().getSimpleName() == "ResultQueryStageExec":
-            final = final.plan()  # as under a write-through step (see criss.bridge.writethrough)
-        plan_text = str(final.toString())
+        physical = final_plan(qe.executedPlan())
         # e.g. ShuffledRowRDDPartition(0,CoalescedPartitionSpec(0,8,Some(161408)))
-        specs = [str(p.toString()) for p in rdd.partitions()]
-    return _Prepared(qe, rdd, physical, row_width, plan_text, specs, layout_settings(spark))
+        specs = partition_specs(rdd)
+    return _Prepared(qe, rdd, physical, layout_plan_text(physical), specs, layout_settings(spark))
+
+
+def final_plan(physical: Any) -> Any:
+    """The plan that ran, of an executed ``physical`` plan (AQE's final one)."""
+    if physical.getClass().getSimpleName() == "AdaptiveSparkPlanExec":
+        return physical.executedPlan()  # the final plan, now that it has run
+    return physical
+
+
+def layout_plan_text(physical: Any) -> str:
+    """The text of the final plan that places rows into partitions (the layout's part)."""
+    if physical.getClass().getSimpleName() == "ResultQueryStageExec":
+        physical = physical.plan()  # as under a write-through step (see criss.bridge.writethrough)
+    return str(physical.toString())
+
+
+def partition_specs(rdd: Any) -> list[str]:
+    """Each partition of ``rdd`` described (its shuffle read spec, its files)."""
+    return [str(p.toString()) for p in rdd.partitions()]
 
 
 def layout_settings(spark: SparkSession) -> list[str | None]:
@@ -287,7 +306,7 @@ def collect_with_tasks(bridge: CatalystBridge, frame: DataFrame) -> list:
     return DataFrame(tagged, frame.sparkSession)._collect_as_arrow()
 
 
-def _final_stage_rows(physical: Any) -> int | None:
+def final_stage_rows(physical: Any) -> int | None:
     """Rows read by the final stage of an adaptive plan whose earlier stages have run, if
     every operator of that stage is row-bounded (``_ROW_BOUNDED``); else None."""
     total, stack = 0, [physical]

@@ -11,6 +11,7 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from criss.bridge import PartitionedResult
+from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
 from criss.planner.learning import ExecutionFacts, statistics_from_metrics
 from criss.planner.workspace import Workspace
@@ -122,7 +123,7 @@ def unmeasured_below(work: Workspace, node: PlanNode) -> frozenset[str]:
 
 def result_statistics(
     session: CrissSession,
-    result: PartitionedResult,
+    result: PartitionedResult | CachedResult,
     wanted: Collection[str],
     wall: float,
     parquet_ratio: float,

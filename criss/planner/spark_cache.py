@@ -1,17 +1,18 @@
 """Act, part two (the default): the user's own action computes what was chosen, into Spark's
 cache, and Criss writes it from there after the action.
 
-For each chosen operator the stages below its final one run in ``cs.sql()`` as for a
-materialization (their layout is the bitmap's), and the plan handed out reads the final
-stage through Spark's columnar cache (``criss.bridge.spark_cache``). The action runs that
-stage once, as plain Spark would; when Spark reports it, a background task writes the
-partitions the cache holds (all after ``collect()``, some after ``show()``) and the next
-query, or ``report()``, commits them as the entry's bitmap. Nothing is committed before its
-file is written, and the rows are those of the files the query was planned with.
+Nothing runs in ``cs.sql()``: the plan handed out reads each chosen operator through a
+relation of Spark's columnar cache over the operator's own plan
+(``criss.bridge.spark_cache``), so the action runs every stage as plain Spark would and
+fills the cache on the way. When Spark reports the action, a background task writes the
+partitions the cache holds (all after ``collect()``, some after ``show()``) with the layout
+the action's final stage ran with, and the next query, or ``report()``, commits them as the
+entry's bitmap. Nothing is committed before its file is written, and the rows are those of
+the files the query was planned with.
 
-Measured at SF 1 (experiments/results/issue22/first-sight-paths-sf1.json): 1.03x plain
-Spark on first sight, against 1.12x for a job of Criss's own and 1.08-1.60x for a
-write-through step's trip through a Python worker.
+Measured at SF 1 over the 22 TPC-H templates seen first (``results/issue22/session16``):
+1.00-1.05x plain Spark, against 1.08-1.09x when the stages below the result ran in
+``cs.sql()`` and the final one in the action.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
@@ -46,7 +46,8 @@ class PendingCache:
     key: str
     node: PlanNode
     cached: CachedResult
-    #: Seconds the stages below the final one took in ``cs.sql()`` (part of its Texec).
+    #: Seconds ``cs.sql()`` spent preparing it (the action computes it all: its Texec is
+    #: the action's).
     prepare_seconds: float
     #: Paths the query served from the cache (their table bytes were not read).
     served: tuple[tuple[int, ...], ...]
@@ -64,6 +65,10 @@ class PendingCache:
     written: set[int] = field(default_factory=set)
     #: Partitions whose written files were offered to the cache (by the session's thread).
     committed: set[int] = field(default_factory=set)
+    #: A write was made (by the background task; a result of no partitions has one write,
+    #: of nothing) and offered to the cache (by the session's thread).
+    wrote: bool = False
+    offered: bool = False
     #: The DataFrame handed out is gone: no action can cache more partitions.
     released: bool = False
     #: Freed from Spark's cache; nothing more will be written.
@@ -93,24 +98,37 @@ def cache_in_action(work: Workspace, nodes: list[PlanNode]) -> str | None:
     placed: dict[str, CachedResult] = {}
     for node in nodes:  # deepest first: a higher result's plan reads the lower one's cache
         key = node.fingerprint
+        at = computed_at(work.matched.tree, node)
         if key not in placed:
-            placed[key] = _prepare(work, node)
-        original = work.captured.node_at(node.path)
-        work.replacements[node.path] = placed[key].plan_for(original)
+            placed[key] = _prepare(work, node, at)
+        original = work.captured.node_at(at)
+        work.replacements[at] = placed[key].plan_for(original)
     return None
 
 
-def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
-    """Run the stages below ``node``'s final one and persist the final one's output."""
+def computed_at(root: PlanNode, node: PlanNode) -> tuple[int, ...]:
+    """The path whose plan fills ``node``'s cache: the query's final Sort when ``node`` is
+    right under it (the same rows, sorted as the user asked), else ``node``'s own.
+
+    Caching the whole statement hands the user a plan with nothing above the cache, which
+    runs exactly as plain Spark's; under the Sort, the sort would read the cache in a stage
+    of its own. A Sort under a limit stays above the cache: Spark takes the first rows of
+    an ordering without sorting them all."""
+    if len(node.path) == 1 and root.op == "Sort":
+        return ()
+    return node.path
+
+
+def _prepare(work: Workspace, node: PlanNode, at: tuple[int, ...]) -> CachedResult:
+    """A relation of Spark's cache over the plan at ``at`` (``node``'s rows), which the
+    action will fill."""
     started = time.perf_counter()
-    try:
-        with work.record.timed("prepare"):
-            cached = CachedResult(work.partitioned(node.path))
-    finally:
-        work.record.materialize_seconds += time.perf_counter() - started
+    token = uuid.uuid4().hex[:16]
+    with work.record.timed("prepare"):
+        cached = CachedResult(work.session.bridge, work.frame_at(at), f"criss-{token}")
     work.counters["operators_cached_in_action"] += 1
     pending = PendingCache(
-        token=uuid.uuid4().hex[:16],
+        token=token,
         key=node.fingerprint,
         node=node,
         cached=cached,
@@ -120,11 +138,7 @@ def _prepare(work: Workspace, node: PlanNode) -> CachedResult:
         scanned=query_result_input(work, node),
         record=work.record,
     )
-    if cached.num_partitions == 0:  # nothing for the action to compute: cached as it is
-        _store(work.session, pending, CachedWrite(pending.token, Path(), [], 0.0, False))
-        release_cached(pending)
-    else:
-        work.lease.caches.append(pending)
+    work.lease.caches.append(pending)
     return cached
 
 
@@ -148,31 +162,30 @@ def write_cached(
     for item in pending:
         if item.finished:
             continue
+        count = item.cached.num_partitions
+        if count is None:  # no action computed it yet
+            continue
         cached = item.cached.cached_partitions()
-        if len(cached) < item.cached.num_partitions and not (
-            item.released or _ran_on(session, item, finished)
-        ):
+        if len(cached) < count and not (item.released or _ran_on(session, item, finished)):
             continue
         indices = [i for i in cached if i not in item.written]
-        if not indices:
+        if not indices and (count or item.wrote):
             continue
         staged = session.cache.staging_dir(item.key)
         try:
-            on_driver = item.cached.write(staged, indices)
+            on_driver = bool(indices) and item.cached.write(staged, indices)
         except Exception:
             session.cache.staging.remove(staged)
             raise
         item.written.update(indices)
+        item.wrote = True
         writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver))
-        if len(item.written) == item.cached.num_partitions:
+        if len(item.written) == count:
             item.cached.unpersist()  # its files hold it now: free Spark's memory at once
-        if len(indices) == item.cached.num_partitions and item.unmeasured:
-            # the action ran the same physical operators as the stages in cs.sql()
+        if len(indices) == count and item.unmeasured:
             texec = item.prepare_seconds + action_seconds
             statistics.update(
-                result_statistics(
-                    session, item.cached.result, item.unmeasured, texec, parquet_ratio
-                )
+                result_statistics(session, item.cached, item.unmeasured, texec, parquet_ratio)
             )
     if not writes:
         return None
@@ -199,6 +212,7 @@ def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWri
         return _store(session, pending, write)
     finally:
         pending.committed.update(write.indices)
+        pending.offered = True
         session.cache.staging.remove(write.staged)
 
 
@@ -212,7 +226,7 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
         (cached.num_partitions, cached.layout),
         cache.staging.files(write.staged, write.indices),
         op=pending.node.op,
-        schema_json=cached.result.schema_json,
+        schema_json=cached.schema_json,
         texec=texec,
     )
     if opening is None:
@@ -234,19 +248,20 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
 
 
 def _learn(session: CrissSession, pending: PendingCache, texec: float, stored: Any) -> None:
-    """The whole result, measured: its Texec (stages below in ``cs.sql()`` plus the
-    action) and its size as stored (and, for a query's result, its size per input byte)."""
+    """The whole result, measured: its Texec (the action's) and its size as stored (and,
+    for a query's result, its size per input byte)."""
     learning = session.learning
     session.qtree.record_stats(pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
     learning.learn_scan_rate(pending.node, texec, pending.served)
-    learning.learn_parquet_ratio(stored.rows, pending.cached.result.row_width, stored.bytes)
+    learning.learn_parquet_ratio(stored.rows, pending.cached.row_width, stored.bytes)
     if pending.scanned is not None:
         learning.learn_result_ratio(stored.bytes, pending.scanned)
 
 
 def fully_committed(pending: PendingCache) -> bool:
     """Whether every partition of ``pending`` was written and offered to the cache."""
-    return len(pending.committed) == pending.cached.num_partitions
+    count = pending.cached.num_partitions
+    return count is not None and pending.offered and len(pending.committed) == count
 
 
 def release_cached(pending: PendingCache) -> None:

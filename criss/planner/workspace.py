@@ -136,16 +136,19 @@ class Workspace:
         return self.session.bridge.substitute(self.captured, self.replacements, at=path)
 
     def partitioned(self, path: tuple[int, ...]) -> PartitionedResult:
-        """The result at ``path`` prepared for a partition-by-partition write.
+        """The result at ``path`` prepared for a partition-by-partition write."""
+        return PartitionedResult(self.session.bridge, self.frame_at(path))
 
-        The whole query with nothing replaced runs on the query's own DataFrame: Spark
-        has optimized it already (for the capture), and a DataFrame built from the plan
-        would analyze and optimize it again (~25 ms per first-seen query).
+    def frame_at(self, path: tuple[int, ...]) -> DataFrame:
+        """A DataFrame of the plan at ``path`` with what is already replaced below it.
+
+        The whole query with nothing replaced is the query's own DataFrame: Spark has
+        optimized it already (for the capture), and a DataFrame built from the plan would
+        analyze and optimize it again (~25 ms per first-seen query).
         """
-        bridge = self.session.bridge
         if path == () and not self.replacements and self.df is not None:
-            return PartitionedResult(bridge, self.df)
-        return bridge.partitioned(self.plan_at(path))
+            return self.df
+        return self.session.bridge.dataframe_of(self.plan_at(path))
 
     def write(
         self,
