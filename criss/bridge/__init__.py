@@ -46,7 +46,7 @@ from criss.bridge.listener import (
     execution_id,
     plan_identity,
 )
-from criss.bridge.metrics import OperatorMetrics, compiled_classes
+from criss.bridge.metrics import OperatorMetrics, compiled_classes, log_compile_times
 from criss.bridge.plans import (
     PHASES,
     analyzed_plan,
@@ -87,6 +87,7 @@ __all__ = [
     "build_bloom_filter",
     "canonicalized",
     "compiled_classes",
+    "log_compile_times",
     "executed_plan",
     "execution_id",
     "file_relation_identity",

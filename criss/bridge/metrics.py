@@ -167,3 +167,12 @@ def compiled_classes(spark: Any) -> int:
     ``CodegenMetrics``): the difference around a statement is what it compiled."""
     metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def log_compile_times(spark: Any) -> None:
+    """Have Spark log every class its code generation compiles, with the time it took
+    (``CodeGenerator: Code generated in N ms``, at INFO), leaving every other logger as it is."""
+    log4j = spark._jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setLevel(
+        "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator", log4j.Level.INFO
+    )

@@ -29,7 +29,7 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
     elif record.counters.get("operators_cached_in_action"):
         lines.append(
             f"  {record.counters['operators_cached_in_action']} result(s) to cache are computed "
-            "by this DataFrame's own action into Spark's cache (its stages below ran in "
+            "by this DataFrame's own action into Spark's cache (nothing of them ran in "
             "cs.sql), and written to Criss's tiers from there after the action"
         )
     elif record.job_reason:
