@@ -70,6 +70,11 @@ class CachedResult(ResultColumns):
         # cached plan still runs adaptively, and the query reading it only where it would
         # anyway (an exchange above it).
         built = planned.cacheBuilder()
+        # a physical plan node takes the thread's active session, which a JVM thread serving
+        # another Python thread has not got (the cache builder then fails on it)
+        bridge.static("org.apache.spark.sql.SparkSession.setActiveSession")(
+            bridge.spark._jsparkSession
+        )
         builder = built.copy(
             built.serializer(),
             built.storageLevel(),

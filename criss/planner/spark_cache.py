@@ -260,8 +260,9 @@ def _learn(session: CrissSession, pending: PendingCache, texec: float, stored: A
 
 def fully_committed(pending: PendingCache) -> bool:
     """Whether every partition of ``pending`` was written and offered to the cache."""
-    count = pending.cached.num_partitions
-    return count is not None and pending.offered and len(pending.committed) == count
+    if not pending.offered:  # nothing written yet (and no look for the cache's partitions)
+        return False
+    return len(pending.committed) == pending.cached.num_partitions
 
 
 def release_cached(pending: PendingCache) -> None:
