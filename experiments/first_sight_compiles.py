@@ -5,8 +5,8 @@ last hundred classes per JVM. A statement whose literals are new compiles again 
 embeds them. Per TPC-H template, in one application: the template is run once with other
 literals (its classes compiled), then plain Spark runs it with new literals, then Criss
 runs it with new literals again, new to Criss (cached in the action on first sight). The
-difference is what Criss's first sight compiles beyond plain Spark's (the final stage over
-Spark's cache, what the plan reads above it), and the times show what that costs.
+difference is what Criss's first sight compiles beyond plain Spark's (the read of Spark's
+columnar cache, and whatever of the plan is above it), and the times show what that costs.
 
     .venv/bin/python -m experiments.first_sight_compiles --sf 1 --out FILE
 """
