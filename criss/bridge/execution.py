@@ -155,12 +155,7 @@ class PartitionedResult(ResultColumns):
         read from finished shuffle stages: it outputs no more rows than those stages wrote
         (their runtime row counts). A join or a scan in the final stage leaves it unknown.
         """
-        try:
-            return final_stage_rows(self._physical)
-        except Exception as exc:
-            if is_jvm_error(exc):  # unknown, not an error: the write job writes it
-                return None
-            raise
+        return final_stage_rows(self._physical)
 
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
@@ -308,7 +303,17 @@ def collect_with_tasks(bridge: CatalystBridge, frame: DataFrame) -> list:
 
 def final_stage_rows(physical: Any) -> int | None:
     """Rows read by the final stage of an adaptive plan whose earlier stages have run, if
-    every operator of that stage is row-bounded (``_ROW_BOUNDED``); else None."""
+    every operator of that stage is row-bounded (``_ROW_BOUNDED``); else None (also when
+    the plan cannot say: a write job then writes the result)."""
+    try:
+        return _final_stage_rows(physical)
+    except Exception as exc:
+        if is_jvm_error(exc):
+            return None
+        raise
+
+
+def _final_stage_rows(physical: Any) -> int | None:
     total, stack = 0, [physical]
     while stack:
         node = stack.pop()

@@ -21,7 +21,7 @@ import os
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.errors import is_jvm_error, jvm_errors
+from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import (
     ResultColumns,
     final_plan,
@@ -184,12 +184,7 @@ class CachedResult(ResultColumns):
     def driver_rows(self) -> int | None:
         """At most how many rows the action's final stage output (see
         ``criss.bridge.execution.final_stage_rows``), None if unknown."""
-        try:
-            return final_stage_rows(self._physical)
-        except Exception as exc:
-            if is_jvm_error(exc):  # unknown, not an error: a write job writes it
-                return None
-            raise
+        return final_stage_rows(self._physical)
 
     @jvm_errors("read the executed plan's optimized plan")
     def optimized_plan(self) -> Any:
