@@ -35,6 +35,7 @@ from criss.bridge.execution import (
 )
 from criss.bridge.metrics import OperatorMetrics, operator_metrics
 from criss.bridge.plans import query_execution
+from criss.errors import BridgeError
 from criss.storage.tiers import local_file, spark_uri
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class CachedResult(ResultColumns):
         partition's read spec and the settings. Only once an action has built the cache."""
         rdd = self._built()
         if rdd is None:
-            raise RuntimeError("no action has computed this result yet")
+            raise BridgeError("no action has computed this result yet: it has no layout")
         return layout_fingerprint(
             layout_plan_text(self._physical), partition_specs(rdd), self._settings
         )
