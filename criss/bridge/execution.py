@@ -82,7 +82,12 @@ class _Prepared(NamedTuple):
 
 class ResultColumns:
     """What an operator's result looks like as rows: its positional schema (``c0..cN``),
-    width, and whether it is small and plain enough to collect on the driver."""
+    width, and whether it is small and plain enough to collect on the driver; and, once
+    its plan has run, what each operator of it did. A subclass holds the plan's
+    ``_query_execution`` and its final physical plan ``_physical``."""
+
+    _query_execution: Any
+    _physical: Any
 
     def __init__(self, bridge: CatalystBridge, df: DataFrame) -> None:
         self.bridge = bridge
@@ -107,6 +112,19 @@ class ResultColumns:
     def jvm_schema(self) -> Any:
         """The positional schema (``schema_json``) as a JVM StructType."""
         return self.bridge.static("org.apache.spark.sql.types.DataType.fromJson")(self.schema_json)
+
+    @jvm_errors("read the executed plan's optimized plan")
+    def optimized_plan(self) -> Any:
+        """The optimized logical plan that ran (the one ``operator_metrics`` keys by path)."""
+        return self._query_execution.optimizedPlan()
+
+    @jvm_errors("read the executed plan's metrics")
+    def operator_metrics(self) -> dict[tuple[int, ...], OperatorMetrics]:
+        """What each operator of the plan did, once it has run (see OperatorMetrics).
+
+        Keyed by path in the optimized plan of ``self.df`` (capture it for fingerprints).
+        """
+        return operator_metrics(self.bridge, self._query_execution, self._physical)
 
 
 class PartitionedResult(ResultColumns):
@@ -160,19 +178,6 @@ class PartitionedResult(ResultColumns):
     def frame(self, indices: list[int] | None = None) -> DataFrame:
         """All partitions, or only ``indices`` (task k of the write computes ``indices[k]``)."""
         return frame_over(self.bridge, self.rdd, self.jvm_schema, indices)
-
-    @jvm_errors("read the executed plan's optimized plan")
-    def optimized_plan(self) -> Any:
-        """The optimized logical plan that ran (the one ``operator_metrics`` keys by path)."""
-        return self._query_execution.optimizedPlan()
-
-    @jvm_errors("read the executed plan's metrics")
-    def operator_metrics(self) -> dict[tuple[int, ...], OperatorMetrics]:
-        """What each operator of the plan did, once the write job has run (see OperatorMetrics).
-
-        Keyed by path in the optimized plan of ``self.df`` (capture it for fingerprints).
-        """
-        return operator_metrics(self.bridge, self._query_execution, self._physical)
 
 
 @jvm_errors("prepare the operator's result")

@@ -33,7 +33,6 @@ from criss.bridge.execution import (
     partition_specs,
     write_on_driver,
 )
-from criss.bridge.metrics import OperatorMetrics, operator_metrics
 from criss.bridge.plans import query_execution
 from criss.errors import BridgeError
 from criss.storage.tiers import local_file, spark_uri
@@ -90,15 +89,16 @@ class CachedResult(ResultColumns):
         self._cached_name = str(self._builder.cachedName())
         #: The settings the action's stages run with (part of the layout).
         self._settings = layout_settings(bridge.spark)
-        #: The cache's RDD, once an action has built it.
+        #: The cache's RDD and its partition count, once an action has built it.
         self._rdd: Any = None
+        self._count: int | None = None
         self.unpersisted = False
 
     @property
     def num_partitions(self) -> int | None:
         """How many partitions the action's final stage had (None before an action)."""
-        rdd = self._built()
-        return None if rdd is None else int(rdd.getNumPartitions())
+        self._built()
+        return self._count
 
     def _built(self) -> Any:
         """The cache's RDD if an action has built it (looked up, never built here: building
@@ -108,6 +108,7 @@ class CachedResult(ResultColumns):
             for rdd in persistent.values():
                 if str(rdd.name()) == self._cached_name:
                     self._rdd = rdd.rdd()
+                    self._count = int(self._rdd.getNumPartitions())
                     break
         return self._rdd
 
@@ -144,13 +145,14 @@ class CachedResult(ResultColumns):
         rdd = self._built()
         if rdd is None or self.unpersisted:
             return []
-        count = int(rdd.getNumPartitions())
         if self._builder.isCachedColumnBuffersLoaded():
-            return list(range(count))
+            return list(range(self._count))
         master = self.bridge.static("org.apache.spark.SparkEnv.get")().blockManager().master()
         block = self.bridge.static("org.apache.spark.storage.RDDBlockId")
         rdd_id = int(rdd.id())
-        return [i for i in range(count) if not master.getLocations(block(rdd_id, i)).isEmpty()]
+        return [
+            i for i in range(self._count) if not master.getLocations(block(rdd_id, i)).isEmpty()
+        ]
 
     @cached_property
     def _scan(self) -> Any:
@@ -186,16 +188,6 @@ class CachedResult(ResultColumns):
         """At most how many rows the action's final stage output (see
         ``criss.bridge.execution.final_stage_rows``), None if unknown."""
         return final_stage_rows(self._physical)
-
-    @jvm_errors("read the executed plan's optimized plan")
-    def optimized_plan(self) -> Any:
-        """The optimized logical plan that ran (the one ``operator_metrics`` keys by path)."""
-        return self._query_execution.optimizedPlan()
-
-    @jvm_errors("read the executed plan's metrics")
-    def operator_metrics(self) -> dict[tuple[int, ...], OperatorMetrics]:
-        """What each operator under the result did in the action (see OperatorMetrics)."""
-        return operator_metrics(self.bridge, self._query_execution, self._physical)
 
     def unpersist(self) -> None:
         """Free the cache's blocks (an action on the DataFrame handed out then computes the
