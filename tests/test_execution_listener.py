@@ -11,6 +11,7 @@ from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
+from criss.bridge.listener import _shared_listener
 from criss.qtree.rewrite import result_node
 from criss.qtree.tree import EXECUTED_PLAN
 from criss.workload.tpch.queries import statement
@@ -82,6 +83,23 @@ def test_plain_spark_actions_are_not_read_and_the_listener_stops_with_the_sessio
     time.sleep(0.2)
     cs.learning.settle()
     assert cs.learning.executions_read == 0
+
+
+def test_sessions_opened_and_closed_leave_one_listener_on_spark(tpch, tmp_path):
+    """Spark unregisters a listener by reference, and py4j hands it a new one each time:
+    every Criss session on one SparkSession shares one registered listener, so closing a
+    session leaves no callback behind, and a later session still hears its actions."""
+    listeners = tpch._jsparkSession.listenerManager().listListeners
+    criss.session(tpch, home=str(tmp_path / "first")).close()
+    registered = len(listeners())
+    for i in range(3):
+        with criss.session(tpch, home=str(tmp_path / f"h{i}")) as cs:
+            cs.sql(GROUPED).collect()
+    assert len(listeners()) == registered
+    assert len(_shared_listener(tpch)) == 0  # no closed session still receives
+    with criss.session(tpch, home=str(tmp_path / "last"), eager_results=False) as cs:
+        cs.sql(GROUPED).collect()
+        assert cs.report()["executions_read"] == 1
 
 
 @pytest.mark.parametrize("qid", [1, 3, 5, 10, 12, 18])

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import tempfile
 from collections import Counter
 
 import pytest
 
+import criss
 from criss.errors import WorkloadError
-from criss.workload.replay import ReplayConfig, run_order, run_replay
+from criss.workload.replay import ReplayConfig, run_order, run_replay, warm_up_criss
 
 pytestmark = pytest.mark.spark
 
@@ -105,6 +107,10 @@ def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, s
     distinct = len({item.sql for item in config.stream_queries()})
     # one progress over both applications' warm-ups, each running every distinct statement
     assert warmed == [(done, 2 * distinct) for done in range(1, 2 * distinct + 1)]
+    # Criss's application also ran Criss's own machinery, over a table of its own
+    assert set(result["warmup_seconds"]["spark"]) == {"statements"}
+    machinery = result["warmup_seconds"]["criss"]["criss"]
+    assert machinery["operators_cached"] >= 1 and machinery["operators_reused"] >= 1
     for position in range(config.queries):
         turns = {m: result["modes"][m]["queries"][position]["turn"] for m in config.modes}
         assert turns == {m: run_order(config.modes, position).index(m) for m in config.modes}
@@ -132,3 +138,18 @@ def test_isolation_auto_is_an_application_per_mode_on_a_local_master_only():
         ReplayConfig(isolation="jvm")
     with pytest.raises(WorkloadError, match="needs the SparkSession"):
         run_replay(None, ReplayConfig(queries=1, sf=0.01))
+
+
+def test_criss_own_warm_up_caches_and_serves_in_a_home_of_its_own(spark):
+    """The warm-up runs a first sight cached by its action and a repeat served from it, so
+    an application's one-time costs of that machinery fall on no timed query; it leaves
+    no view and no listener behind."""
+    views = {t.name for t in spark.catalog.listTables()}
+    with tempfile.TemporaryDirectory() as home:
+        criss.session(spark, home=home).close()  # Criss's listener on this Spark, once
+    listeners = len(spark._jsparkSession.listenerManager().listListeners())
+    warmed = warm_up_criss(spark, {"media": "disk"})
+    assert warmed["operators_cached"] >= 2 and warmed["operators_reused"] >= 2, warmed
+    assert warmed["seconds"] > 0
+    assert {t.name for t in spark.catalog.listTables()} == views
+    assert len(spark._jsparkSession.listenerManager().listListeners()) == listeners

@@ -235,6 +235,8 @@ def test_cli_replay_both_modes_end_to_end(tpch_dir, tmp_path):
     result = json.loads(out.read_text())
     assert result["queries"] == 3 and len(result["modes"]["spark"]["queries"]) == 3
     assert result["warmup"] is True
+    # each Criss mode's own warm-up ran with its options, outside the timed stream
+    assert result["warmup_seconds"]["criss-disk"]["criss"]["operators_reused"] >= 1
     # a Criss configuration named on the command line ran side by side with Spark
     assert result["variants"] == {
         "criss": {},

@@ -128,8 +128,10 @@ class ApplicationPlayer:
             self._description = self._call("describe")
         return self._description
 
-    def warm_up(self, on_statement: Progress | None = None) -> None:
-        self._call("warm_up", on_progress=on_statement)
+    def warm_up(self, on_statement: Progress | None = None) -> dict[str, Any]:
+        """Warm the application up (``criss.workload.replay.warm_up``, and
+        ``warm_up_criss`` for a Criss mode); what each took."""
+        return self._call("warm_up", on_progress=on_statement)
 
     def run(self, item: StreamQuery) -> dict[str, Any]:
         return self._call("run", item.position)
@@ -180,7 +182,7 @@ def _serve(
     """The child process: one Spark application playing ``mode``, one request at a time."""
     from criss.sparksession import local_spark
     from criss.workload.benchmarks import parquet_data
-    from criss.workload.replay import spark_facts, warm_up
+    from criss.workload.replay import spark_facts, warm_up, warm_up_criss
 
     player: SessionPlayer | None = None
     try:
@@ -199,7 +201,12 @@ def _serve(
                 if request == "describe":
                     answer = spark_facts(spark)
                 elif request == "warm_up":
-                    warm_up(spark, stream, on_statement=lambda *p: conn.send(("progress", *p)))
+                    seconds = warm_up(
+                        spark, stream, on_statement=lambda *p: conn.send(("progress", *p))
+                    )
+                    answer = {"statements": round(seconds, 4)}
+                    if mode != "spark":
+                        answer["criss"] = warm_up_criss(spark, config.options_of(mode))
                 elif request in ("run", "finish"):
                     # Criss opens after the warm-up, which is plain Spark's alone
                     player = player or SessionPlayer(spark, config, mode, home)

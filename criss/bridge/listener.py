@@ -10,7 +10,9 @@ metrics (dozens of py4j calls) happens later, off that thread.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import threading
 import weakref
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
@@ -88,20 +90,51 @@ def plan_identity(df: DataFrame) -> int:
 
 
 class _ListenerProxy:
-    """The py4j-side ``QueryExecutionListener``: forwards finished actions to a weakly held
-    receiver, so a forgotten Criss session is not kept alive by Spark."""
+    """The py4j-side ``QueryExecutionListener`` of one JVM SparkSession, shared by every
+    Criss session on it: forwards finished actions to the receivers registered now, each
+    held weakly, so a forgotten Criss session is not kept alive by Spark.
 
-    def __init__(self, receive: Callable[[FinishedExecution], None]) -> None:
-        self._receive = weakref.WeakMethod(receive)
+    One per JVM session, registered once and never unregistered: py4j makes a new JVM proxy
+    each time a Python object is passed, and Spark removes a listener by reference, so
+    ``unregister`` could never find it; a listener per Criss session would stay registered
+    after ``close()``, one more callback into Python for every action of the application.
+    """
+
+    def __init__(self) -> None:
+        self._receivers: dict[int, weakref.WeakMethod] = {}
+        self._lock = threading.Lock()
+
+    def add(self, receive: Callable[[FinishedExecution], None]) -> int:
+        token = next(_tokens)
+        with self._lock:
+            self._receivers[token] = weakref.WeakMethod(receive)
+        return token
+
+    def remove(self, token: int) -> None:
+        with self._lock:
+            self._receivers.pop(token, None)
+
+    def __len__(self) -> int:
+        """How many receivers are registered and alive."""
+        with self._lock:
+            return sum(1 for r in self._receivers.values() if r() is not None)
 
     def onSuccess(self, func_name: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java)
-        receive = self._receive()
-        if receive is None:
+        with self._lock:
+            receivers = [r() for r in self._receivers.values()]
+        receivers = [r for r in receivers if r is not None]
+        if not receivers:
             return
         try:
-            receive(FinishedExecution(str(func_name), int(duration_ns) / 1e9, qe, int(qe.id())))
+            finished = FinishedExecution(str(func_name), int(duration_ns) / 1e9, qe, int(qe.id()))
         except Exception as exc:  # never raise into Spark's listener thread
             log.info("a finished action was not recorded: %s", exc)
+            return
+        for receive in receivers:
+            try:
+                receive(finished)
+            except Exception as exc:  # one session's failure is not another's
+                log.info("a finished action was not recorded: %s", exc)
 
     def onFailure(self, func_name: str, qe: Any, exception: Any) -> None:  # noqa: N802
         """A failed action leaves no statistics worth keeping."""
@@ -110,23 +143,49 @@ class _ListenerProxy:
         implements = [_LISTENER_INTERFACE]
 
 
+_tokens = itertools.count(1)
+#: The shared listener of each JVM SparkSession (by identity), with that session's JVM
+#: object, to tell a new session that happens to reuse an identity hash from a stopped one.
+_shared: dict[int, tuple[Any, _ListenerProxy]] = {}
+_shared_lock = threading.Lock()
+
+
+def _shared_listener(spark: SparkSession) -> _ListenerProxy:
+    """The listener registered on ``spark``'s JVM session, registered on first use."""
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    jsession = spark._jsparkSession
+    key = int(spark._jvm.System.identityHashCode(jsession))
+    with _shared_lock:
+        found = _shared.get(key)
+        if found is not None and found[0].equals(jsession):
+            return found[1]
+        ensure_callback_server_started(spark.sparkContext._gateway)
+        proxy = _ListenerProxy()
+        jsession.listenerManager().register(proxy)
+        _shared[key] = (jsession, proxy)
+        return proxy
+
+
 class ExecutionListener:
     """Reports every finished action of ``spark`` to ``receive`` (a bound method, held
     weakly) until :meth:`stop`."""
 
     def __init__(self, spark: SparkSession, receive: Callable[[FinishedExecution], None]) -> None:
         self._spark = spark
-        self._proxy = _ListenerProxy(receive)
-        self._registered = False
+        self._receive = receive
+        self._proxy: _ListenerProxy | None = None
+        self._token: int | None = None
+
+    @property
+    def _registered(self) -> bool:
+        return self._token is not None
 
     def start(self) -> None:
         """Register with Spark; raises what py4j or Spark raise if the callback server
         cannot start (the caller then learns only from its own jobs)."""
-        from pyspark.java_gateway import ensure_callback_server_started
-
-        ensure_callback_server_started(self._spark.sparkContext._gateway)
-        self._spark._jsparkSession.listenerManager().register(self._proxy)
-        self._registered = True
+        self._proxy = _shared_listener(self._spark)
+        self._token = self._proxy.add(self._receive)
 
     def wait_for_reports(self, timeout_seconds: float = 5.0) -> None:
         """Return once Spark has delivered the events of actions already finished.
@@ -145,11 +204,6 @@ class ExecutionListener:
             log.info("listener events still queued after %ss: %s", timeout_seconds, exc)
 
     def stop(self) -> None:
-        if not self._registered:
-            return
-        self._registered = False
-        try:
-            self._spark._jsparkSession.listenerManager().unregister(self._proxy)
-        except Exception as exc:  # the JVM may be gone at interpreter exit
-            if not is_jvm_error(exc):
-                raise
+        if self._proxy is not None and self._token is not None:
+            self._proxy.remove(self._token)
+        self._token = None
