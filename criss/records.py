@@ -29,8 +29,13 @@ class Served:
     recomputed: int
     total: int
     bytes_read: int
+    #: The entry is computed by this query's own action into Spark's cache (a lifted
+    #: aggregate), not read: it has no partitions yet.
+    by_action: bool = False
 
     def describe(self) -> str:
+        if self.by_action:
+            return "computed by its action (Spark's cache), then written"
         text = f"{self.reused}/{self.total} partitions reused"
         return text + (f", {self.recomputed} recomputed" if self.recomputed else "")
 

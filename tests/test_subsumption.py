@@ -12,6 +12,7 @@ from decimal import Decimal
 
 import pytest
 from rowcompare import assert_same_rows
+from sparkjobs import jobs_in
 
 import criss
 from criss.qtree.subsume import AGGREGATE_ROLLUP, FILTER_SUBSUMPTION
@@ -256,12 +257,14 @@ def test_a_tpch_aggregate_rolls_up_across_parameters(tpch, tmp_path):
     cs.close()
 
 
+@pytest.mark.parametrize("in_action", [True, False], ids=["by-the-action", "by-a-job"])
 def test_an_aggregate_seen_under_other_parameters_is_lifted_and_rolled_up(
-    spark, params_table, tmp_path
+    spark, params_table, tmp_path, in_action
 ):
     """The second time an aggregate comes with other filter values it is computed grouped
-    by the filtered columns too, once; every later value is a roll-up of that."""
-    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    by the filtered columns too, once: by the user's action, or by a job in ``cs.sql()``
+    where the action cannot cache; every later value is a roll-up of that."""
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0, cache_in_action=in_action)
 
     def query(low: int, day: int) -> str:
         return (
@@ -271,8 +274,18 @@ def test_an_aggregate_seen_under_other_parameters_is_lifted_and_rolled_up(
 
     _through(cs, spark, query(2, 20))
     assert cs.last_query_summary().get("aggregates_lifted", 0) == 0  # no evidence yet
-    _, summary = _through(cs, spark, query(4, 25))
+    planned = {}
+    # by the action: computed on the way to the query's rows, no job of Criss's own
+    jobs = jobs_in(spark, "lift", lambda: planned.update(df=cs.sql(query(4, 25))))
+    assert (jobs == 0) == in_action
+    assert_same_rows(planned["df"].collect(), spark.sql(query(4, 25)).collect())
+    summary = cs.last_query_summary()
     assert summary["aggregates_lifted"] == 1 and _rule_count(summary, AGGREGATE_ROLLUP) == 1
+    assert summary.get("aggregates_lifted_in_action", 0) == int(in_action)
+    assert summary.get("operators_cached_in_action", 0) == int(in_action)
+    assert summary["operators_cached"] == 1
+    said = cs.explain(planned["df"])
+    assert ("computed by its action (Spark's cache)" in said) == in_action, said
     for low, day in ((0, 31), (7, 3), (8, 1)):  # the last keeps no row
         _, summary = _through(cs, spark, query(low, day))
         assert summary.get("aggregates_lifted", 0) == 0
@@ -297,15 +310,19 @@ def test_an_aggregate_whose_other_conditions_vary_too_is_not_lifted(spark, param
 
 
 @pytest.mark.parametrize(
-    ("growth", "reason"),
-    [(1, "too large"), (100, "too large: 3 groups measured under other parameters")],
-    ids=["refused-after-the-job", "refused-from-measured-groups"],
+    ("growth", "reason", "lifted"),
+    [
+        (1, "too large", (0, 1, 0)),
+        (100, "too large: 3 groups measured under other parameters", (0, 0, 0)),
+    ],
+    ids=["refused-after-the-action", "refused-from-measured-groups"],
 )
 def test_a_lifted_aggregate_too_large_is_not_tried_again(
-    spark, params_table, tmp_path, monkeypatch, growth, reason
+    spark, params_table, tmp_path, monkeypatch, growth, reason, lifted
 ):
-    """A lifted result over the row bound is dropped, or, when the groups measured under
-    other parameters already predict that, not computed at all; either way never again."""
+    """A lifted result over the row bound serves the query whose action computed it, and
+    is then dropped; when the groups measured under other parameters already predict that,
+    it is not computed at all. Either way it is never tried again."""
     import importlib
 
     lift = importlib.import_module("criss.planner.lift")  # the package exports lift()
@@ -313,10 +330,10 @@ def test_a_lifted_aggregate_too_large_is_not_tried_again(
     monkeypatch.setattr(lift, "LIFT_GROWTH", growth)
     cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
     queries = [f"select h, count(*) c from params_t where x > {n} group by h" for n in (1, 2, 3)]
-    for sql in queries:
+    for sql, expected in zip(queries, lifted, strict=True):
         _, summary = _through(cs, spark, sql)
-        assert _rule_count(summary, AGGREGATE_ROLLUP) == 0
-        assert summary.get("aggregates_lifted", 0) == 0
+        assert _rule_count(summary, AGGREGATE_ROLLUP) == expected
+        assert summary.get("aggregates_lifted", 0) == expected
     refused = [k for k in cs.qtree.meta_items() if k.startswith(lift.LIFT_REFUSED)]
     assert len(refused) == 1
     said = cs.qtree.meta(refused[0])

@@ -149,6 +149,12 @@ class CatalystBridge:
         (filter again, aggregate again), outputting ``original``'s attributes."""
         return self._reads.derived_read_plan(original, key, files, schema_json, derivation, table)
 
+    @jvm_errors("compute an operator from a result in Spark's cache")
+    def derived_plan(self, original: Any, read: DataFrame, derivation: Derivation) -> Any:
+        """A plan computing ``original``'s rows from ``read``, a DataFrame of a cached
+        result (``CachedResult.positional_frame``), as ``derivation`` says."""
+        return self._reads.derived_plan(original, read, derivation)
+
     @jvm_errors("lift the aggregate over its parameters")
     def lifted_aggregate(
         self, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]

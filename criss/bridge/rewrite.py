@@ -17,6 +17,8 @@ from criss.localio import LOCAL_SORT_ROWS, arrow_exact, read_arrow, spark_order
 from criss.storage.tiers import local_file
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from criss.bridge.catalyst import CatalystBridge
     from criss.qtree.predicates import Atom
     from criss.qtree.rewrite import SortKey
@@ -75,12 +77,16 @@ class ReadPlans:
         derivation: Derivation,
         table: Any = None,
     ) -> Any:
-        """See ``CatalystBridge.derived_read_plan``: the cached rows filtered by the
+        """See ``CatalystBridge.derived_read_plan``."""
+        read = self.bridge.dataframe_of(self.read_plan(key, files, schema_json, (), table))
+        return self.derived_plan(original, read, derivation)
+
+    def derived_plan(self, original: Any, read: DataFrame, derivation: Derivation) -> Any:
+        """``read``'s rows (a cached result, its columns by position) filtered by the
         derivation's residual, aggregated again if it groups, each output cast to the type
         of ``original``'s and aliased to its attribute."""
         from pyspark.sql import functions as F
 
-        read = self.bridge.dataframe_of(self.read_plan(key, files, schema_json, (), table))
         names = read.columns
 
         def cached(position: int) -> Any:

@@ -130,6 +130,13 @@ class CachedResult(ResultColumns):
         return final_plan(self._builder.cachedPlan().child())  # under the pass-through step
 
     @jvm_errors("read the result from Spark's cache")
+    def positional_frame(self) -> DataFrame:
+        """The cached result as a DataFrame whose columns are named by position (``_c0``,
+        ...), as a derivation addresses a cached result's columns."""
+        frame = self.bridge.dataframe_of(self._relation)
+        return frame.toDF(*(f"_c{i}" for i in range(len(frame.columns))))
+
+    @jvm_errors("read the result from Spark's cache")
     def plan_for(self, original: Any) -> Any:
         """A plan reading the cached result with ``original``'s attributes (names, exprIds)."""
         bridge = self.bridge

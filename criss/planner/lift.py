@@ -5,12 +5,15 @@ An Aggregate that filters its input by parameters (ranges or IN lists on columns
 group by: TPC-H Q1's ship date, Q4's order date) is lifted when the QTree has seen the same
 aggregate under other values of them, and of them alone (its other conditions stay in the
 lifted result, so a template that varies those too would never be served by it): Criss
-computes it grouped also by those columns, without their conditions, caches that (a job of
-its own, in place of the query's own computation of the aggregate), and serves this query
-from it by an aggregate roll-up with the parameters as a filter on the cached groups
-(``criss.qtree.subsume``). A lifted result that comes out larger than ``LIFT_MAX_ROWS``, or
-that cannot serve the query, is not tried again for that aggregate (QTree meta
-``lift.refused:<key>:<grouping and outputs>``).
+computes it grouped also by those columns, without their conditions, caches that, and
+serves this query from it by an aggregate roll-up with the parameters as a filter on the
+cached groups (``criss.qtree.subsume``). The user's action computes the lifted result, into
+Spark's cache on the way to the query's own rows, and Criss writes it after the action as it
+writes a first-seen result (``criss.planner.spark_cache``); where the action cannot (caching
+in the action off, write-through steps on, no listener), a job of its own computes it in
+place of the query's own computation of the aggregate. A lifted result that comes out
+larger than ``LIFT_MAX_ROWS`` (it is then dropped), or that cannot serve the query, is not
+tried again for that aggregate (QTree meta ``lift.refused:<key>:<grouping and outputs>``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import TYPE_CHECKING
 from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import ServedReuses
+from criss.planner.spark_cache import cannot_cache_in_action, prepare_cached, release_cached
 from criss.planner.workspace import Workspace
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, result_node, storable
@@ -36,6 +40,7 @@ from criss.qtree.subsume import (
 from criss.records import Served
 
 if TYPE_CHECKING:
+    from criss.bridge.spark_cache import CachedResult
     from criss.policies.decisions import CachingRules
 
 log = logging.getLogger("criss")
@@ -114,34 +119,52 @@ def _lift_one(
             f"{LIFT_MAX_ROWS:,} rows",
         )
         return None
+    pending = len(work.lease.caches)
     try:
         sites = lift_sites(node, columns)
         lifted = session.bridge.lifted_aggregate(work.captured.node_at(node.path), sites)
         found = _cache_lifted(work, view, lifted, shape, key, refusal)
+        if found is None:
+            return None
+        fingerprint, derivation, cached = found
+        if cached is None:
+            work.place_derived(node.path, fingerprint, derivation)
+        else:
+            work.replacements[node.path] = session.bridge.derived_plan(
+                work.captured.node_at(node.path), cached.positional_frame(), derivation
+            )
+            work.counters["aggregates_lifted_in_action"] += 1
     except Exception as exc:  # any type: the query runs as it would have, unlifted
         log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
         qtree.set_meta(refusal, str(exc)[:200])
+        for unused in work.lease.caches[pending:]:  # prepared, but read by nothing
+            release_cached(unused)
+        del work.lease.caches[pending:]
         return None
-    if found is None:
-        return None
-    fingerprint, derivation = found
-    work.place_derived(node.path, fingerprint, derivation)
     work.counters["aggregates_lifted"] += 1
     entry = view.entries.get(fingerprint)
     total = entry.num_partitions if entry is not None else 0
     return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
-        0, total, total, 0
+        0, total, total, 0, by_action=cached is not None
     )
 
 
-def _cache_lifted(work, view, lifted, shape, key, refusal) -> tuple[str, Derivation] | None:
-    """Compute and cache the lifted aggregate (a planned query of its own, recorded in the
-    QTree); its fingerprint and how it serves ``shape``, or None (meta ``refusal`` set: not
-    tried again)."""
+def _cache_lifted(
+    work, view, lifted, shape, key, refusal
+) -> tuple[str, Derivation, CachedResult | None] | None:
+    """Cache the lifted aggregate (a planned query of its own, recorded in the QTree): its
+    fingerprint, how it serves ``shape``, and the relation of Spark's cache the user's
+    action fills with it (None: a job computed and wrote it here, where the action cannot).
+    None if it cannot serve or is too large (meta ``refusal`` set: not tried again)."""
     session = work.session
     captured = session.bridge.capture(lifted)
     tree = session.canonical_tree(captured)
     top = result_node(tree)
+    keyed = subsumption_key(top)
+    derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1])
+    if derivation is None:
+        session.qtree.set_meta(refusal, "cannot serve")
+        return None
     sub = Workspace(
         session,
         captured,
@@ -150,17 +173,21 @@ def _cache_lifted(work, view, lifted, shape, key, refusal) -> tuple[str, Derivat
         work.lease,
         df=lifted,
     )
+    if not session.options.write_through and cannot_cache_in_action(session) is None:
+        # the user's action computes it on the way to this query's rows: no job of its own
+        cached = prepare_cached(
+            sub, top, top.path, query_result=False, max_rows=LIFT_MAX_ROWS, refusal=refusal
+        )
+        return top.fingerprint, derivation, cached
     materialize(sub, top, query_result=False)
     work.sources.update(sub.sources)
     stats = session.qtree.get(top.fingerprint)
-    keyed = subsumption_key(top)
-    derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1])
-    if derivation is None or (stats is not None and (stats.rows or 0) > LIFT_MAX_ROWS):
-        session.qtree.set_meta(refusal, "too large" if derivation is not None else "cannot serve")
+    if stats is not None and (stats.rows or 0) > LIFT_MAX_ROWS:
+        session.qtree.set_meta(refusal, "too large")
         _drop(work, top.fingerprint)
         return None
     view.is_cached(top.fingerprint)
-    return top.fingerprint, derivation
+    return top.fingerprint, derivation, None
 
 
 def _drop(work: Workspace, fingerprint: str) -> None:

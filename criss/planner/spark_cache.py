@@ -73,6 +73,10 @@ class PendingCache:
     released: bool = False
     #: Freed from Spark's cache; nothing more will be written.
     finished: bool = False
+    #: For a result no user asked for (a lifted aggregate): the most rows it may have, and
+    #: the QTree meta key that refuses it for good when it has more (it is then dropped).
+    max_rows: int | None = None
+    refusal: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,19 +94,27 @@ class CachedWrite:
 def cache_in_action(work: Workspace, nodes: list[PlanNode]) -> str | None:
     """Hand out ``nodes``' results read from Spark's cache, which the user's action fills;
     None, or why that cannot be done (nothing was changed: a job writes them)."""
-    session = work.session
-    if not session.options.cache_in_action:
-        return "caching in the action is off (cache_in_action=False)"
-    if session.listener is None:
-        return "no execution listener: Spark could not report the action"
+    refused = cannot_cache_in_action(work.session)
+    if refused is not None:
+        return refused
     placed: dict[str, CachedResult] = {}
     for node in nodes:  # deepest first: a higher result's plan reads the lower one's cache
         key = node.fingerprint
         at = computed_at(work.matched.tree, node)
         if key not in placed:
-            placed[key] = _prepare(work, node, at)
+            placed[key] = prepare_cached(work, node, at)
         original = work.captured.node_at(at)
         work.replacements[at] = placed[key].plan_for(original)
+    return None
+
+
+def cannot_cache_in_action(session: CrissSession) -> str | None:
+    """Why the user's action cannot compute a result into Spark's cache for Criss to
+    write, or None when it can."""
+    if not session.options.cache_in_action:
+        return "caching in the action is off (cache_in_action=False)"
+    if session.listener is None:
+        return "no execution listener: Spark could not report the action"
     return None
 
 
@@ -119,9 +131,20 @@ def computed_at(root: PlanNode, node: PlanNode) -> tuple[int, ...]:
     return node.path
 
 
-def _prepare(work: Workspace, node: PlanNode, at: tuple[int, ...]) -> CachedResult:
+def prepare_cached(
+    work: Workspace,
+    node: PlanNode,
+    at: tuple[int, ...],
+    *,
+    query_result: bool = True,
+    max_rows: int | None = None,
+    refusal: str | None = None,
+) -> CachedResult:
     """A relation of Spark's cache over the plan at ``at`` (``node``'s rows), which the
-    action will fill."""
+    action will fill. ``query_result``: False for a result no user asked for (a lifted
+    aggregate), whose size says nothing of what queries return; such a result of more
+    than ``max_rows`` rows is dropped once computed, and refused for good under the QTree
+    meta key ``refusal``."""
     started = time.perf_counter()
     token = uuid.uuid4().hex[:16]
     with work.record.timed("prepare"):
@@ -135,8 +158,10 @@ def _prepare(work: Workspace, node: PlanNode, at: tuple[int, ...]) -> CachedResu
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
         unmeasured=unmeasured_below(work, node),
-        scanned=query_result_input(work, node),
+        scanned=query_result_input(work, node) if query_result else None,
         record=work.record,
+        max_rows=max_rows,
+        refusal=refusal,
     )
     work.lease.caches.append(pending)
     return cached
@@ -233,6 +258,12 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
         return 0
     entry, files, opened = opening
     stored = cache.store_files(entry, files)
+    if pending.max_rows is not None and stored.rows > pending.max_rows:
+        # larger than it may be, it would only take room: dropped, and never tried again
+        if pending.refusal is not None:
+            session.qtree.set_meta(pending.refusal, "too large")
+        cache.delete(pending.key)
+        return 0
     session.written_through(
         pending.record,
         {
