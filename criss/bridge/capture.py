@@ -44,6 +44,9 @@ LIKE = "org.apache.spark.sql.catalyst.expressions.Like"
 EXPAND = "org.apache.spark.sql.catalyst.plans.logical.Expand"
 LOCAL_RELATION = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"
 LOSSY_FIELDS = {IN_SET: "hset", LIKE: "escapeChar", EXPAND: "projections", LOCAL_RELATION: "data"}
+#: A relation of Spark's columnar cache (a user's ``cache()``, or a result Criss has the
+#: user's action compute into Spark's cache).
+IN_MEMORY_RELATION = "org.apache.spark.sql.execution.columnar.InMemoryRelation"
 #: File relations whose fixed facts a bridge keeps (``KnownRelations``), and the most files
 #: one may list to be kept: holding a relation holds its index's listing in the JVM (a
 #: temp view's is held anyway; an index pruned to a query's partitions would not be).
@@ -124,6 +127,12 @@ class RememberedTrees:
         tree = tree_from_catalyst_json(nodes)
         if '"[B@' in text:
             return tree, None, True
+        if IN_MEMORY_RELATION in text:
+            # a relation of Spark's cache holds the physical plan that filled it, with its
+            # broadcast relations and shuffles: kept here, every executed plan Criss read
+            # back would stay in the driver's memory (hundreds of MB after 22 TPC-H
+            # queries at SF 1); and a plan over one such relation never recurs
+            return tree, None, False
         serial = next(self._serial)
         # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
         self._trees.put(code, (canonical, tree, serial))
