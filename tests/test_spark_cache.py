@@ -18,6 +18,7 @@ from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
+from criss.bridge import jvm_objects_held_by_python
 from criss.bridge.spark_cache import CachedResult
 
 
@@ -213,17 +214,7 @@ def test_a_planning_failure_after_the_cache_was_prepared_frees_it(
 
 def _relations_of_sparks_cache_held() -> int:
     """How many JVM relations of Spark's columnar cache Python objects hold."""
-    from py4j.java_gateway import JavaObject
-
-    gc.collect()
-    held = 0
-    for obj in gc.get_objects():
-        if isinstance(obj, JavaObject):
-            try:
-                held += obj.getClass().getSimpleName() == "InMemoryRelation"
-            except Exception:  # detached from the JVM already
-                pass
-    return held
+    return jvm_objects_held_by_python()["InMemoryRelation"]
 
 
 def test_no_relation_of_sparks_cache_is_kept_once_its_result_is_written(tpch, tmp_path):

@@ -46,7 +46,14 @@ from criss.bridge.listener import (
     execution_id,
     plan_identity,
 )
-from criss.bridge.metrics import OperatorMetrics, compiled_classes, log_compile_times
+from criss.bridge.metrics import (
+    OperatorMetrics,
+    collect_jvm_garbage,
+    compiled_classes,
+    jvm_objects_held_by_python,
+    jvm_process_id,
+    log_compile_times,
+)
 from criss.bridge.plans import (
     PHASES,
     analyzed_plan,
@@ -86,12 +93,15 @@ __all__ = [
     "bloom_might_contain",
     "build_bloom_filter",
     "canonicalized",
+    "collect_jvm_garbage",
     "compiled_classes",
     "executed_plan",
     "execution_id",
     "file_relation_identity",
     "is_jvm_error",
     "jvm_errors",
+    "jvm_objects_held_by_python",
+    "jvm_process_id",
     "log_compile_times",
     "normalize_physical_plan",
     "operator_names",

@@ -173,7 +173,7 @@ class ExecutionListener:
 
     def __init__(self, spark: SparkSession, receive: Callable[[FinishedExecution], None]) -> None:
         self._spark = spark
-        self._receive = receive
+        self._receive = weakref.WeakMethod(receive)
         self._proxy: _ListenerProxy | None = None
         self._token: int | None = None
 
@@ -184,8 +184,11 @@ class ExecutionListener:
     def start(self) -> None:
         """Register with Spark; raises what py4j or Spark raise if the callback server
         cannot start (the caller then learns only from its own jobs)."""
+        receive = self._receive()
+        if receive is None:  # its session is gone already
+            return
         self._proxy = _shared_listener(self._spark)
-        self._token = self._proxy.add(self._receive)
+        self._token = self._proxy.add(receive)
 
     def wait_for_reports(self, timeout_seconds: float = 5.0) -> None:
         """Return once Spark has delivered the events of actions already finished.

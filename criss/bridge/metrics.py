@@ -4,6 +4,7 @@ executed physical plan to paths in the optimized logical plan."""
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -176,3 +177,31 @@ def log_compile_times(spark: Any) -> None:
     log4j.core.config.Configurator.setLevel(
         "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator", log4j.Level.INFO
     )
+
+
+def jvm_process_id(spark: Any) -> int:
+    """The process id of the JVM that runs ``spark``'s driver (for ``jcmd``)."""
+    return int(spark._jvm.java.lang.ProcessHandle.current().pid())
+
+
+def collect_jvm_garbage(spark: Any) -> None:
+    """Ask the driver's JVM for a full collection (``System.gc()``)."""
+    spark._jvm.java.lang.System.gc()
+
+
+def jvm_objects_held_by_python() -> Counter[str]:
+    """The JVM objects this Python process holds through py4j, by simple class name (each
+    keeps its object, and all it references, alive in the JVM)."""
+    import gc
+
+    from py4j.java_gateway import JavaObject
+
+    gc.collect()
+    held: Counter[str] = Counter()
+    for obj in gc.get_objects():
+        if isinstance(obj, JavaObject):
+            try:
+                held[str(obj.getClass().getSimpleName())] += 1
+            except Exception:  # detached from the JVM already
+                pass
+    return held

@@ -127,13 +127,7 @@ def _lift_one(
         if found is None:
             return None
         fingerprint, derivation, cached = found
-        if cached is None:
-            work.place_derived(node.path, fingerprint, derivation)
-        else:
-            work.replacements[node.path] = session.bridge.derived_plan(
-                work.captured.node_at(node.path), cached.positional_frame(), derivation
-            )
-            work.counters["aggregates_lifted_in_action"] += 1
+        _serve_lifted(work, node, fingerprint, derivation, cached)
     except Exception as exc:  # any type: the query runs as it would have, unlifted
         log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
         qtree.set_meta(refusal, str(exc)[:200])
@@ -147,6 +141,24 @@ def _lift_one(
     return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
         0, total, total, 0, by_action=cached is not None
     )
+
+
+def _serve_lifted(
+    work: Workspace,
+    node: PlanNode,
+    fingerprint: str,
+    derivation: Derivation,
+    cached: CachedResult | None,
+) -> None:
+    """Put in ``node``'s place its roll-up of the lifted result: from the cached files, or
+    from the relation of Spark's cache the user's action fills."""
+    if cached is None:
+        work.place_derived(node.path, fingerprint, derivation)
+        return
+    work.replacements[node.path] = work.session.bridge.derived_plan(
+        work.captured.node_at(node.path), cached.positional_frame(), derivation
+    )
+    work.counters["aggregates_lifted_in_action"] += 1
 
 
 def _cache_lifted(

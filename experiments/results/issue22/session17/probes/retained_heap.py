@@ -13,11 +13,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
-
-from py4j.java_gateway import JavaObject
 
 import criss
+from criss.bridge import collect_jvm_garbage, jvm_objects_held_by_python, jvm_process_id
 from criss.sparksession import local_spark
 from criss.workload.benchmarks import parquet_data
 from criss.workload.streams import no_repeat_stream
@@ -26,22 +24,16 @@ from criss.workload.streams import no_repeat_stream
 def live_objects(spark, top: int = 5) -> dict:
     gc.collect()  # Python's references to JVM objects first, then two collections in the JVM:
     for _ in range(2):  # Spark's ContextCleaner frees unreachable broadcasts' blocks in between
-        spark._jvm.java.lang.System.gc()
+        collect_jvm_garbage(spark)
         time.sleep(1.0)
-    pid = str(spark._jvm.java.lang.ProcessHandle.current().pid())
+    pid = str(jvm_process_id(spark))
     text = subprocess.run(
         ["jcmd", pid, "GC.class_histogram"], capture_output=True, text=True, check=True
     ).stdout
     rows = [line.split() for line in text.splitlines()]
     classes = [(r[3], int(r[2])) for r in rows if len(r) >= 4 and r[0][:-1].isdigit()]
     total = next(int(r[2]) for r in rows if r and r[0] == "Total")
-    held = Counter()
-    for obj in gc.get_objects():
-        if isinstance(obj, JavaObject):
-            try:
-                held[str(obj.getClass().getSimpleName())] += 1
-            except Exception:  # detached
-                pass
+    held = jvm_objects_held_by_python()
     return {
         "live_mb": round(total / 2**20, 1),
         "largest_classes_mb": {name: round(size / 2**20, 1) for name, size in classes[:top]},
