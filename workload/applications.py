@@ -208,7 +208,8 @@ def _serve(
                     if mode != "spark":
                         answer["criss"] = warm_up_criss(spark, config.options_of(mode))
                 elif request in ("run", "finish"):
-                    # Criss opens after the warm-up, which is plain Spark's alone
+                    # the replay's Criss session opens after the warm-up, whose Criss
+                    # part ran in a throwaway home of its own
                     player = player or SessionPlayer(spark, config, mode, home)
                     answer = player.run(stream[args[0]]) if request == "run" else player.finish()
                 else:
