@@ -70,6 +70,10 @@ def parse_seconds(value: Any, option: str = "duration") -> float:
 MEDIA = ("hybrid", "memory", "disk")
 GRANULARITIES = ("partition", "operator")
 REUSE_SCOPES = ("operators", "results")
+#: ``lift_aggregates``: ``benefit`` lifts an aggregate when the benefit model says its new
+#: parameter values to come pay for it (criss.policies.lifting), ``eager`` at its second
+#: parameter value whatever it costs, ``off`` never (true and false mean benefit and off).
+LIFT_MODES = ("benefit", "eager", "off")
 #: ``join_measurements``: when a join input's key counts are measured (a Spark job).
 JOIN_MEASUREMENTS = ("after-action", "planning")
 #: ``range_join_method``: ``auto`` lets the cost model choose; the others force a method
@@ -105,8 +109,9 @@ class CrissOptions:
     #: Cache a query's final result the first time it is seen (before any statistics).
     eager_results: bool = True
     #: An aggregate seen again under other filter parameters is computed once grouped by
-    #: the filtered columns too, and each of its queries rolled up from that (planner.lift).
-    lift_aggregates: bool = True
+    #: the filtered columns too, and each of its queries rolled up from that (planner.lift):
+    #: one of LIFT_MODES.
+    lift_aggregates: str = "benefit"
     #: Cache what is chosen as the user's own action runs (a write-through step in the plan
     #: handed out), instead of a materialization job inside ``cs.sql()``. Off by default:
     #: the step's trip through a Python worker measured 1.08-1.60x a first occurrence's time
@@ -223,7 +228,6 @@ class CrissOptions:
             out["home"] = Path(out["home"]).expanduser()
         for name in (
             "eager_results",
-            "lift_aggregates",
             "write_through",
             "cache_in_action",
             "enabled",
@@ -236,6 +240,8 @@ class CrissOptions:
         ):
             if name in out:
                 out[name] = _as_bool(out[name], name)
+        if "lift_aggregates" in out:
+            out["lift_aggregates"] = _lift_mode(out["lift_aggregates"])
         if "min_ref" in out:
             out["min_ref"] = int(out["min_ref"])
             if out["min_ref"] < 1:
@@ -291,6 +297,18 @@ def _unknown(kind: str, name: str, valid: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.6)
     hint = f"did you mean {close[0]!r}?" if close else "no option is spelled like it."
     return f"unknown Criss {kind} {name!r}: {hint} (every option: README, section Options)"
+
+
+def _lift_mode(value: Any) -> str:
+    """One of LIFT_MODES; a boolean (or its words) means ``benefit`` or ``off``."""
+    if str(value).strip().lower() in LIFT_MODES:
+        return str(value).strip().lower()
+    try:
+        return "benefit" if _as_bool(value, "lift_aggregates") else "off"
+    except ConfigError:
+        raise ConfigError(
+            f"lift_aggregates={value!r} is not one of {', '.join(LIFT_MODES)} (or true/false)"
+        ) from None
 
 
 def _as_float(value: Any, option: str) -> float:

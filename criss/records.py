@@ -141,6 +141,9 @@ class QueryRecord:
     captured: Any = None
     #: What each join optimization decided for each join (criss.joins.JoinChoice).
     joins: list[Any] = field(default_factory=list)
+    #: Each aggregate weighed for lifting: path, fingerprint and its decision's JSON
+    #: (criss.policies.lifting).
+    lifts: list[dict[str, Any]] = field(default_factory=list)
     #: Why what was chosen for caching was written by a job of Criss's own instead of by the
     #: tasks of the user's action (None: nothing chosen, or written through).
     job_reason: str | None = None
@@ -172,6 +175,7 @@ class QueryRecord:
             "job_reason": self.job_reason,
             "operators": [o.to_json() for o in self.operators],
             "joins": [_join_json(choice) for choice in self.joins],
+            "lifts": self.lifts,
         }
 
     def summary(self) -> dict[str, Any]:

@@ -112,6 +112,27 @@ REASONS: Mapping[str, str] = {
         "compute again than to read back (a read changes the plan Spark compiles)"
     ),
     "outranked_unmeasured": "another operator on its branch ranks higher",
+    # lifting an aggregate (criss.policies.lifting)
+    "lift_pays": (
+        "lifted: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s - "
+        "{read_seconds:.3f}s to roll up) gain {gain:.3f}s more than computing it "
+        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s) cost"
+    ),
+    "lift_no_gain": (
+        "not lifted: {expected_values:.2f} new parameter values expected x (Texec "
+        "{texec:.3f}s - {read_seconds:.3f}s to roll up) do not pay for computing it "
+        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s): gain "
+        "{gain:.3f}s"
+    ),
+    "lift_eager": (
+        "lifted: lift_aggregates=eager (the benefit model would not: {expected_values:.2f} "
+        "new parameter values expected, computing it {cost_ratio:.2f}x, gain {gain:.3f}s)"
+    ),
+    "lift_cheap": (
+        "not lifted: measured Texec {texec:.3f}s under other parameters < min_texec {min_texec}s"
+    ),
+    "lift_too_large": "not lifted: {why}",
+    "lift_refused": "not lifted: refused before ({why})",
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Collection, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -264,6 +265,21 @@ class QTree:
             for r in rows
             if r["shape"] and (among is None or r["fingerprint"] in among)
         ]
+
+    def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
+        """How aggregates recur under new parameter values: (times one already seen under
+        k >= 2 values was seen under a (k+1)th, times one reached k >= 2 values), summed
+        over the aggregates' subsumption keys. ``excluded``: operators that are no query's
+        own (lifted results share their template's key)."""
+        rows = self._rows(
+            "select subsume_key, fingerprint from nodes "
+            "where op = 'Aggregate' and subsume_key is not null"
+        )
+        values = Counter(r["subsume_key"] for r in rows if r["fingerprint"] not in excluded)
+        return (
+            sum(max(n - 2, 0) for n in values.values()),
+            sum(max(n - 1, 0) for n in values.values()),
+        )
 
     def usage(self, fingerprints: Iterable[str]) -> dict[str, tuple[int, float]]:
         """(ref, recency) of each known operator; recency counts from the QTree's start."""

@@ -39,11 +39,20 @@ def test_keyword_arguments_win_over_spark_conf():
         ({"granularity": "block"}, "granularity='block' is not one of partition, operator"),
         ({"memory_capacity": "lots"}, "memory_capacity='lots' is not a size"),
         ({"no_such_option": 1}, "unknown Criss option"),
+        ({"lift_aggregates": "sometimes"}, "lift_aggregates='sometimes' is not one of benefit"),
     ],
 )
 def test_bad_values_name_the_option_and_the_fix(overrides, message):
     with pytest.raises(ConfigError, match=message):
         CrissOptions.resolve(None, **overrides)
+
+
+@pytest.mark.parametrize(
+    ("given", "mode"),
+    [(True, "benefit"), ("false", "off"), ("EAGER", "eager"), ("benefit", "benefit"), (0, "off")],
+)
+def test_lifting_is_a_mode_and_a_boolean_still_names_one(given, mode):
+    assert CrissOptions.resolve({"spark.criss.lift.aggregates": given}).lift_aggregates == mode
 
 
 def test_sizes_and_policies():

@@ -70,3 +70,24 @@ def test_lip_filter_pays_only_below_its_join_where_the_fact_is_shuffled():
     # nothing shuffled at all: nothing to save
     broadcast = StarJoin(shuffled=False)
     assert not star_filters(6_000_000, 40, [broadcast, selective]).chosen
+
+
+def test_a_lift_pays_when_the_new_values_expected_save_more_than_its_extra_cost():
+    """gain = expected × (Texec − read) − (ratio − 1) × Texec − write, each term counted."""
+    from criss.policies.lifting import LiftFacts, decide_lift
+
+    def facts(expected: float, ratio: float) -> LiftFacts:
+        # Texec 4 s; the lifted result 100 MB at 100 MB/s: 1 s to write, 1 s + 0.5 s to read
+        return LiftFacts(4.0, 1, expected, ratio, "measured", 100e6, 100e6, 0.5)
+
+    paying = decide_lift(facts(expected=2.0, ratio=1.5))
+    assert paying.action == "cache" and paying.reason == "lift_pays"
+    assert paying.numbers["gain"] == pytest.approx(2 * (4.0 - 1.5) - 0.5 * 4.0 - 1.0)
+    assert paying.numbers["read_seconds"] == 1.5 and paying.numbers["write_seconds"] == 1.0
+    # one value fewer expected, or a lift that costs 2x: no gain
+    assert decide_lift(facts(expected=1.0, ratio=1.5)).reason == "lift_no_gain"
+    assert decide_lift(facts(expected=2.0, ratio=2.0)).numbers["gain"] == pytest.approx(0.0)
+    assert decide_lift(facts(expected=2.0, ratio=2.0)).action == "skip"
+    # a roll-up that reads slower than computing it gains nothing, however many come
+    slow = LiftFacts(1.0, 5, 100.0, 1.0, "selectivity", 100e6, 100e6, 0.5)
+    assert decide_lift(slow).action == "skip" and decide_lift(slow).source == "measured"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from criss.policies.decisions import describe
+from criss.policies.decisions import Decision, describe
 from criss.qtree.subsume import derivation_text
 from criss.qtree.tree import EXECUTED_PLAN
 from criss.records import OperatorRecord, QueryRecord
@@ -36,6 +36,9 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
         lines.append(f"  written by a materialization job, not by the action: {record.job_reason}")
     for choice in record.joins:
         lines.append(f"  join: {choice.describe()}")
+    for lift in record.lifts:
+        decision = Decision.from_json(lift)
+        lines.append(f"  lift of Aggregate [{lift['fingerprint'][:12]}]: {describe(decision)}")
     for operator in record.operators:
         lines.append(_operator_line(record, operator, labels))
     return "\n".join(lines)

@@ -51,6 +51,13 @@ _REPEAT_DECAY = 1 - 1 / 50
 _PRIOR_REPEATS, _PRIOR_QUERIES = 1.0, 2.0
 #: Repeats per first-seen result beyond which more make no difference to a decision.
 _MAX_EXPECTED_REPEATS = 100.0
+#: A lifted aggregate's Texec ÷ the aggregate's, assumed before any lift was measured: the
+#: lifts of the TPC-H drift streams at SF 1 whose conditions drop most rows (Q4, Q5, Q12)
+#: took 1.5-2.6x their query (experiments/results/issue20/session13/).
+DEFAULT_LIFT_COST_RATIO = 2.0
+#: QTree meta: lifted result fingerprint → {"texec": the aggregate's Texec it replaced,
+#: "learn": whether its measured ratio teaches the cost ratio, "measured": whether it did}.
+LIFTED_RESULTS = "lift.results"
 
 
 @dataclass
@@ -120,6 +127,53 @@ class Learning:
         for name, add in (("recent_repeats", float(repeated)), ("recent_queries", 1.0)):
             self._rates[name] = self._rate(name, 0.0) * _REPEAT_DECAY + add
             self.qtree.set_meta(name, self._rates[name])
+
+    @property
+    def lift_cost_ratio(self) -> tuple[float, bool]:
+        """A lifted aggregate's Texec ÷ the aggregate's, and whether any lift measured it."""
+        ratio = self._rate("lift_cost_ratio", DEFAULT_LIFT_COST_RATIO)
+        return ratio, self.qtree.meta("lift_cost_ratio") is not None
+
+    def expected_parameter_values(self) -> float:
+        """New parameter values an aggregate seen under two or more can expect: how often
+        one was seen under yet another, over the home's aggregates (one in two assumed
+        before any was counted, as for repeats)."""
+        continued, reached = self.qtree.parameter_recurrence(self.lifted_results())
+        share = (continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES)
+        if share >= 1:
+            return _MAX_EXPECTED_REPEATS
+        return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
+
+    def lifted_results(self) -> dict[str, dict[str, Any]]:
+        return dict(self.qtree.meta(LIFTED_RESULTS) or {})
+
+    def note_lift(self, fingerprint: str, texec: float, *, learn: bool) -> None:
+        """Remember a lifted result and the Texec of the aggregate it replaced; ``learn``:
+        its measured ratio teaches :attr:`lift_cost_ratio` (not when the selectivity of
+        its conditions decided its estimate: it says nothing of the others)."""
+        lifted = self.lifted_results()
+        lifted[fingerprint] = {"texec": texec, "learn": learn, "measured": False}
+        self.qtree.set_meta(LIFTED_RESULTS, lifted)
+
+    def learn_lift_costs(self) -> int:
+        """Blend in the cost ratio of every lift measured since (and forget the lifted
+        results the QTree forgot); how many taught the ratio."""
+        lifted = self.lifted_results()
+        known = self.qtree.get_many(lifted)
+        kept = {fp: lift for fp, lift in lifted.items() if fp in known}
+        learned, changed = 0, len(kept) < len(lifted)
+        for fingerprint, lift in kept.items():
+            texec = known[fingerprint].texec
+            if lift["measured"] or not texec or lift["texec"] <= 0:
+                continue
+            lift["measured"] = changed = True
+            if lift["learn"]:
+                ratio = min(max(texec / lift["texec"], 1.0), 100.0)
+                self._blend("lift_cost_ratio", DEFAULT_LIFT_COST_RATIO, ratio)
+                learned += 1
+        if changed:
+            self.qtree.set_meta(LIFTED_RESULTS, kept)
+        return learned
 
     @property
     def scan_rate(self) -> float:

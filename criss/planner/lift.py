@@ -26,10 +26,13 @@ from criss.planner.materialize import materialize
 from criss.planner.serve import ServedReuses
 from criss.planner.spark_cache import cannot_cache_in_action, prepare_cached, release_cached
 from criss.planner.workspace import Workspace
+from criss.policies.decisions import CACHE, Decision
+from criss.policies.lifting import COST_SOURCES, LiftFacts, decide_lift, refused_lift
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
     Derivation,
+    Shape,
     aggregate_identity,
     derive,
     lift_sites,
@@ -38,10 +41,12 @@ from criss.qtree.subsume import (
     varies_only_in,
 )
 from criss.records import Served
+from criss.tables import table_rows
 
 if TYPE_CHECKING:
     from criss.bridge.spark_cache import CachedResult
     from criss.policies.decisions import CachingRules
+    from criss.qtree.tree import QTree
 
 log = logging.getLogger("criss")
 
@@ -61,7 +66,7 @@ def lift(work: Workspace, view: CacheView, served: ServedReuses, rules: CachingR
     """Lift the aggregates of this query that qualify, serving each from its lifted result
     (added to ``served``)."""
     options = work.session.options
-    if options.reuse_scope != "operators" or not options.lift_aggregates:
+    if options.reuse_scope != "operators" or options.lift_aggregates == "off":
         return
     for node in _candidates(work.matched.tree, served):
         done = _lift_one(work, view, node, rules)
@@ -90,13 +95,10 @@ def _lift_one(
 ) -> tuple[Reuse, Served] | None:
     session, qtree = work.session, work.session.qtree
     keyed = subsumption_key(node)
-    if keyed is None:
+    columns = None if keyed is None else lifted_columns(keyed[1])
+    if keyed is None or columns is None:
         return None
     key, shape = keyed
-    columns = lifted_columns(shape)
-    refusal = LIFT_REFUSED + aggregate_identity(key, shape)
-    if columns is None or qtree.meta(refusal) is not None:
-        return None
     siblings = [
         fp
         for fp, sibling in qtree.subsumers(key)
@@ -106,18 +108,12 @@ def _lift_one(
         # no evidence yet that the template recurs with other values of what is lifted,
         # and only those: a lifted result keeps the query's other conditions
         return None
-    measured = [s for s in (qtree.get(fp) for fp in siblings) if s is not None]
-    if max((s.texec or 0.0 for s in measured), default=0.0) < rules.min_texec:
-        return None  # the aggregate is cheap to compute: nothing to win
-    groups = max((s.rows or 0 for s in measured), default=0)
-    new_columns = [c for c in columns if c not in shape.grouping]
-    if groups * LIFT_GROWTH ** len(new_columns) > LIFT_MAX_ROWS:
-        qtree.set_meta(
-            refusal,
-            f"too large: {groups:,} groups measured under other parameters, "
-            f"x{LIFT_GROWTH} for each of {len(new_columns)} lifted columns > "
-            f"{LIFT_MAX_ROWS:,} rows",
-        )
+    refusal = LIFT_REFUSED + aggregate_identity(key, shape)
+    decision = _weigh(work, node, shape, columns, siblings, refusal, rules)
+    work.record.lifts.append(
+        {"path": list(node.path), "fingerprint": node.fingerprint, **decision.to_json()}
+    )
+    if decision.action != CACHE:
         return None
     pending = len(work.lease.caches)
     try:
@@ -136,11 +132,149 @@ def _lift_one(
         del work.lease.caches[pending:]
         return None
     work.counters["aggregates_lifted"] += 1
+    learn = decision.numbers["cost_source"] != COST_SOURCES["selectivity"]
+    session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
     entry = view.entries.get(fingerprint)
     total = entry.num_partitions if entry is not None else 0
     return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
         0, total, total, 0, by_action=cached is not None
     )
+
+
+def _weigh(
+    work: Workspace,
+    node: PlanNode,
+    shape: Shape,
+    columns: tuple[str, ...],
+    siblings: list[str],
+    refusal: str,
+    rules: CachingRules,
+) -> Decision:
+    """Whether lifting ``node`` pays, from what its template measured under the other
+    parameter values (``siblings``) and what earlier lifts cost (the benefit model's terms,
+    ``criss.policies.lifting``)."""
+    qtree, learning = work.session.qtree, work.session.learning
+    refused = qtree.meta(refusal)
+    if refused is not None:
+        return refused_lift("lift_refused", why=refused)
+    measured = [s for s in qtree.get_many(siblings).values() if s.texec and s.size_bytes]
+    if not measured or max(s.texec for s in measured) < rules.min_texec:
+        texec = max((s.texec for s in measured), default=0.0)
+        return refused_lift("lift_cheap", texec=texec, min_texec=rules.min_texec)
+    groups = max(s.rows or 0 for s in measured)
+    new_columns = len([c for c in columns if c not in shape.grouping])
+    growth = LIFT_GROWTH**new_columns
+    if groups * growth > LIFT_MAX_ROWS:
+        why = (
+            f"too large: {groups:,} groups measured under other parameters, "
+            f"x{LIFT_GROWTH} for each of {new_columns} lifted columns > {LIFT_MAX_ROWS:,} rows"
+        )
+        qtree.set_meta(refusal, why)
+        return refused_lift("lift_too_large", why=why)
+    learning.learn_lift_costs()
+    ratio, source = _cost_ratio(work, node, columns, siblings)
+    latest = measured[0]
+    row_bytes = (latest.size_bytes or 0) / max(latest.rows or 1, 1)
+    decision = decide_lift(
+        LiftFacts(
+            texec=sum(s.texec for s in measured) / len(measured),
+            parameter_values=len(siblings),
+            expected_values=learning.expected_parameter_values(),
+            cost_ratio=ratio,
+            cost_source=source,
+            lifted_bytes=min(groups * growth, LIFT_MAX_ROWS) * row_bytes,
+            bandwidth=rules.disk_bandwidth,
+            fixed_seconds=rules.stage_seconds,
+        )
+    )
+    if decision.action != CACHE and work.session.options.lift_aggregates == "eager":
+        return Decision(CACHE, "lift_eager", decision.numbers, decision.source)
+    return decision
+
+
+def _cost_ratio(
+    work: Workspace, node: PlanNode, columns: tuple[str, ...], siblings: list[str]
+) -> tuple[float, str]:
+    """The lifted aggregate's Texec ÷ the aggregate's: what the lifts so far measured (or
+    assumed before any), unless the lifted conditions were measured to keep so many rows
+    that lifting cannot cost more than the rows they drop (TPC-H Q1's ship date keeps 98 %)."""
+    ratio, measured = work.session.learning.lift_cost_ratio
+    growth = _rows_growth(work, node, columns, siblings)
+    if growth is not None and growth < ratio:
+        return growth, "selectivity"
+    return ratio, "measured" if measured else "estimate"
+
+
+def _rows_growth(
+    work: Workspace, node: PlanNode, columns: tuple[str, ...], siblings: list[str]
+) -> float | None:
+    """How many times more rows the lifted aggregate reads than a sibling did: the rows
+    into each filter holding lifted conditions ÷ the rows out of it, as measured in a
+    sibling's execution (None where not measured)."""
+    qtree = work.session.qtree
+    try:
+        sites = lift_sites(node, columns)
+    except LookupError:
+        return None
+    for sibling in siblings:
+        growth = 1.0
+        for relative, _ in sites:
+            filtered = _descend(qtree, sibling, relative)
+            rows_in = _input_rows(qtree, filtered, _node_at(node, relative))
+            rows_out = _output_rows(qtree, sibling, node, relative)
+            if rows_in is None or not rows_out:
+                growth = None
+                break
+            growth *= max(rows_in / rows_out, 1.0)
+        if growth is not None:
+            return growth
+    return None
+
+
+def _node_at(node: PlanNode, relative: tuple[int, ...]) -> PlanNode:
+    for index in relative:
+        node = node.children[index]
+    return node
+
+
+def _descend(qtree: QTree, fingerprint: str, relative: tuple[int, ...]) -> str | None:
+    """The fingerprint at ``relative`` under a recorded operator (None if not recorded)."""
+    for index in relative:
+        children = qtree.children(fingerprint)
+        if index >= len(children):
+            return None
+        fingerprint = children[index]
+    return fingerprint
+
+
+def _output_rows(
+    qtree: QTree, sibling: str, node: PlanNode, relative: tuple[int, ...]
+) -> int | None:
+    """Rows out of the filter at ``relative`` in ``sibling``'s execution: its own, or the
+    Project's right above it (Spark plans a Filter over a scan as part of the Project
+    above, and its rows are that Project's)."""
+    at = [relative]
+    if relative and _node_at(node, relative[:-1]).op == "Project":
+        at.append(relative[:-1])
+    for path in at:
+        fingerprint = _descend(qtree, sibling, path)
+        stats = None if fingerprint is None else qtree.get(fingerprint)
+        if stats is not None and stats.rows:
+            return stats.rows
+    return None
+
+
+def _input_rows(qtree: QTree, filtered: str | None, filter_here: PlanNode) -> int | None:
+    """Rows into a filter: its table's (from the Parquet footers) when it reads one, else
+    those measured for its input in the recorded query."""
+    if filtered is None or not filter_here.children:
+        return None
+    child = filter_here.children[0]
+    if not child.children:
+        return table_rows(child.relation)
+    children = qtree.children(filtered)
+    stats = qtree.get(children[0]) if children else None
+    return None if stats is None else stats.rows
 
 
 def _serve_lifted(

@@ -1,0 +1,92 @@
+"""Whether to lift an aggregate: the benefit model's terms for a result computed at a finer
+grain than any query asked for (plain numbers in, a :class:`Decision` out).
+
+Lifting an aggregate (``criss.planner.lift``) computes it once without its parameter
+conditions and grouped by their columns; every later query of the template under new values
+is a roll-up of it. Like the paper's model (§1.2: ``ref × (Texec − size/bw) − size/bw``), it
+pays when the reuses expected of it save more than storing it costs, but storing is not the
+only cost: the lifted aggregate reads the rows the conditions would have dropped, so the query
+that lifts it takes ``cost_ratio`` × its aggregate's Texec, and only the new parameter values
+to come gain (an exact repeat is served by the query's own cached result, lifted or not)::
+
+    gain = expected_values × (Texec − read) − (cost_ratio − 1) × Texec − write
+
+``expected_values`` is measured over the home's aggregates (how often one seen under two or
+more parameter values was seen under yet another); ``cost_ratio`` from the measured
+selectivity of the lifted conditions where it bounds it, else from the lifts measured so far.
+
+>>> from criss.policies.decisions import describe
+>>> facts = LiftFacts(texec=3.5, parameter_values=1, expected_values=1.0,
+...     cost_ratio=1.05, cost_source="selectivity", lifted_bytes=2e6, bandwidth=200e6,
+...     fixed_seconds=0.2)
+>>> decision = decide_lift(facts)
+>>> decision.action, round(decision.numbers["gain"], 2)
+('cache', 3.1)
+>>> describe(decide_lift(LiftFacts(1.5, 1, 0.4, 2.0, "estimate", 2e6, 200e6, 0.2)))[:40]
+'not lifted: 0.40 new parameter values ex'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from criss.policies.decisions import CACHE, ESTIMATE, MEASURED, SKIP, Decision
+
+#: Where a lift's cost ratio came from (shown by explain).
+COST_SOURCES = {
+    "selectivity": "bounded by the measured selectivity of its lifted conditions",
+    "measured": "the lifts measured in this home",
+    "estimate": "assumed before any lift was measured",
+}
+
+
+@dataclass(frozen=True)
+class LiftFacts:
+    """What one lift decision weighs, all in seconds and bytes."""
+
+    #: The aggregate's measured Texec under other parameter values.
+    texec: float
+    #: Parameter values of the template seen before this query (the paper's ref).
+    parameter_values: int
+    #: New parameter values a template seen under two or more is measured to get.
+    expected_values: float
+    #: The lifted aggregate's Texec ÷ the aggregate's.
+    cost_ratio: float
+    #: One of :data:`COST_SOURCES`.
+    cost_source: str
+    #: Estimated bytes of the lifted result.
+    lifted_bytes: float
+    #: The disk tier's bandwidth (the paper's worst case).
+    bandwidth: float
+    #: Spark's fixed seconds of a query rolled up from a cached result.
+    fixed_seconds: float
+
+
+def decide_lift(facts: LiftFacts) -> Decision:
+    """Lift (``cache``) when the expected new parameter values gain more than lifting costs."""
+    transfer = facts.lifted_bytes / facts.bandwidth
+    read = facts.fixed_seconds + transfer
+    extra = (facts.cost_ratio - 1) * facts.texec
+    gain = facts.expected_values * (facts.texec - read) - extra - transfer
+    numbers: dict[str, Any] = {
+        "texec": facts.texec,
+        "parameter_values": facts.parameter_values,
+        "expected_values": facts.expected_values,
+        "cost_ratio": facts.cost_ratio,
+        "cost_source": COST_SOURCES.get(facts.cost_source, facts.cost_source),
+        "lifted_bytes": facts.lifted_bytes,
+        "read_seconds": read,
+        "write_seconds": transfer,
+        "extra_seconds": extra,
+        "gain": gain,
+    }
+    source = ESTIMATE if facts.cost_source == "estimate" else MEASURED
+    if gain > 0:
+        return Decision(CACHE, "lift_pays", numbers, source)
+    return Decision(SKIP, "lift_no_gain", numbers, source)
+
+
+def refused_lift(reason: str, **numbers: Any) -> Decision:
+    """A lift not weighed at all (``reason`` one of the ``lift_*`` codes of REASONS)."""
+    return Decision(SKIP, reason, numbers, MEASURED)
