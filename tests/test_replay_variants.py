@@ -43,6 +43,9 @@ def test_variants_run_side_by_side_with_their_own_options(tpch, tpch_dir, tmp_pa
         turns = {m: modes[m]["queries"][position]["turn"] for m in config.modes}
         order = run_order(config.modes, position)
         assert turns == {m: order.index(m) for m in config.modes}, position
+        # every mode's JVM collection time is counted per statement, plain Spark's too
+        assert all(modes[m]["queries"][position]["jvm_gc_seconds"] >= 0 for m in config.modes)
+    assert sum(q["jvm_gc_seconds"] for m in config.modes for q in modes[m]["queries"]) > 0
 
 
 @pytest.mark.parametrize("count", [2, 3, 4])

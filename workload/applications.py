@@ -71,11 +71,15 @@ class SessionPlayer:
         return spark_facts(self.spark)
 
     def run(self, item: StreamQuery) -> dict[str, Any]:
+        from criss.bridge import jvm_gc_seconds
         from criss.workload.replay import criss_summary, run_statement, settle
 
+        gc_before = jvm_gc_seconds(self.spark)
+        record = run_statement(self.spark.sql if self.criss is None else self.criss.sql, item)
+        # a mode slower on the same plan: its JVM collecting garbage, or not
+        record["jvm_gc_seconds"] = round(jvm_gc_seconds(self.spark) - gc_before, 4)
         if self.criss is None:
-            return run_statement(self.spark.sql, item)
-        record = run_statement(self.criss.sql, item)
+            return record
         self.planned.append(self.criss.last_record)
         record["criss"] = criss_summary(self.planned[-1])
         record["background_seconds"] = settle(self.criss)

@@ -189,6 +189,13 @@ def collect_jvm_garbage(spark: Any) -> None:
     spark._jvm.java.lang.System.gc()
 
 
+def jvm_gc_seconds(spark: Any) -> float:
+    """Seconds the driver's JVM has spent in garbage collection since it started (every
+    collector's, as JMX counts them; in local mode the executors' tasks run there too)."""
+    beans = spark._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    return sum(max(int(beans.get(i).getCollectionTime()), 0) for i in range(beans.size())) / 1e3
+
+
 def jvm_objects_held_by_python() -> Counter[str]:
     """The JVM objects this Python process holds through py4j, by simple class name (each
     keeps its object, and all it references, alive in the JVM)."""
