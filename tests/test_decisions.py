@@ -247,6 +247,13 @@ def test_every_reason_renders_with_its_numbers():
         "expected_gain": 0.2,
         "first_sight_cost": 0.06,
         "texec": 0.1,
+        # a lift decision's (criss.policies.lifting)
+        "expected_values": 1.5,
+        "read_seconds": 0.02,
+        "write_seconds": 0.01,
+        "cost_ratio": 1.8,
+        "cost_source": "the lifts measured in this home",
+        "gain": -0.1,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

@@ -444,6 +444,10 @@ def test_a_lift_no_measurement_says_will_pay_is_not_computed(spark, params_table
         assert decision["reason"] == "lift_no_gain" and numbers["gain"] < 0, decision
         assert numbers["expected_values"] == pytest.approx(expected)
         assert numbers["cost_ratio"] == 2.0 and "assumed" in numbers["cost_source"]
+        from criss.workload.replay import criss_summary
+
+        (kept,) = criss_summary(cs.last_record)["lift_decisions"]  # what a replay records
+        assert kept["reason"] == "lift_no_gain" and kept["gain"] == round(numbers["gain"], 4)
         said = cs.explain(planned)
         assert f"not lifted: {expected:.2f} new parameter values expected" in said, said
     cs.close()
@@ -500,4 +504,28 @@ def test_a_measured_lift_teaches_the_cost_ratio_of_the_next(spark, params_table,
     assert "lifts measured" in numbers["cost_source"], numbers
     ratio, measured = cs.learning.lift_cost_ratio
     assert measured and numbers["cost_ratio"] != 2.0
+    cs.close()
+
+
+def test_a_failure_while_weighing_a_lift_leaves_the_query_to_criss_unlifted(
+    spark, params_table, tmp_path, monkeypatch
+):
+    """Weighing a lift is Criss's own work: if it fails (any exception type), the query is
+    planned as if nothing were lifted, with its own result still cached, not sent back to
+    plain Spark."""
+    import importlib
+
+    lift = importlib.import_module("criss.planner.lift")
+
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("a broken statistic")
+
+    monkeypatch.setattr(lift, "_weigh", broken)
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
+    for n in (7, 6):
+        _, summary = _through(
+            cs, spark, f"select h, count(*) c, sum(x) s from params_t where v > {n} group by h"
+        )
+    assert summary.get("fallback") is None and summary.get("aggregates_lifted", 0) == 0
+    assert summary["operators_cached"] == 1, summary
     cs.close()

@@ -336,9 +336,25 @@ def settle(cs: Any) -> float:
     return round(time.perf_counter() - started, 4)
 
 
+#: The numbers of a lift decision a replay keeps (criss.policies.lifting).
+LIFT_NUMBERS = ("texec", "expected_values", "cost_ratio", "gain")
+
+
 def criss_summary(query: Any) -> dict[str, Any]:
-    """A Criss query's counters and times ({} if Criss did not plan it)."""
-    return {} if query is None else query.summary()
+    """A Criss query's counters and times, and its lift decisions with the numbers they
+    used ({} if Criss did not plan it)."""
+    if query is None:
+        return {}
+    summary = query.summary()
+    if query.lifts:
+        summary["lift_decisions"] = [
+            {
+                "reason": lift["reason"],
+                **{k: round(lift["numbers"][k], 4) for k in LIFT_NUMBERS if k in lift["numbers"]},
+            }
+            for lift in query.lifts
+        ]
+    return summary
 
 
 def spark_facts(spark: SparkSession) -> dict[str, Any]:

@@ -109,7 +109,11 @@ def _lift_one(
         # and only those: a lifted result keeps the query's other conditions
         return None
     refusal = LIFT_REFUSED + aggregate_identity(key, shape)
-    decision = _weigh(work, node, shape, columns, siblings, refusal, rules)
+    try:
+        decision = _weigh(work, node, shape, columns, siblings, refusal, rules)
+    except Exception as exc:  # any type: weighing it is Criss's own; the query runs unlifted
+        log.info("aggregate %s not weighed for lifting: %s", node.fingerprint[:12], exc)
+        return None
     work.record.lifts.append(
         {"path": list(node.path), "fingerprint": node.fingerprint, **decision.to_json()}
     )
