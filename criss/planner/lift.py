@@ -177,8 +177,7 @@ def _weigh(
         return refused_lift("lift_too_large", why=why)
     learning.learn_lift_costs()
     ratio, source = _cost_ratio(work, node, columns, siblings)
-    latest = measured[0]
-    row_bytes = (latest.size_bytes or 0) / max(latest.rows or 1, 1)
+    row_bytes = max((s.size_bytes or 0) / max(s.rows or 1, 1) for s in measured)
     decision = decide_lift(
         LiftFacts(
             texec=sum(s.texec for s in measured) / len(measured),
