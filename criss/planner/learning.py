@@ -117,10 +117,7 @@ class Learning:
     @property
     def expected_repeats(self) -> float:
         """Repeats a first-seen result can expect: recent repeats per recent first sight."""
-        share = self.repeat_share
-        if share >= 1:
-            return _MAX_EXPECTED_REPEATS
-        return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
+        return _expected_more(self.repeat_share)
 
     def learn_repeat(self, repeated: bool) -> None:
         """Count a query whose result had (or had not) been seen before it."""
@@ -139,10 +136,7 @@ class Learning:
         one was seen under yet another, over the home's aggregates (one in two assumed
         before any was counted, as for repeats)."""
         continued, reached = self.qtree.parameter_recurrence(self.lifted_results())
-        share = (continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES)
-        if share >= 1:
-            return _MAX_EXPECTED_REPEATS
-        return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
+        return _expected_more((continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES))
 
     def lifted_results(self) -> dict[str, dict[str, Any]]:
         return dict(self.qtree.meta(LIFTED_RESULTS) or {})
@@ -302,6 +296,14 @@ class Learning:
         self.settle()
         if self._harvester is not None:
             self._harvester.shutdown()
+
+
+def _expected_more(share: float) -> float:
+    """How many more times something comes back when a ``share`` of its chances did (a
+    geometric run: share ÷ (1 − share)), bounded by what changes any decision."""
+    if share >= 1:
+        return _MAX_EXPECTED_REPEATS
+    return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
 
 
 def _timed(read: Callable[[float], Any], ratio: float) -> tuple[Any, float]:

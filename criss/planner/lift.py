@@ -222,9 +222,11 @@ def _rows_growth(
     for sibling in siblings:
         growth = 1.0
         for relative, _ in sites:
-            filtered = _descend(qtree, sibling, relative)
+            above = _descend(qtree, sibling, relative[:-1])
+            below = [] if above is None else qtree.children(above)
+            filtered = below[relative[-1]] if relative[-1] < len(below) else None
             rows_in = _input_rows(qtree, filtered, _node_at(node, relative))
-            rows_out = _output_rows(qtree, sibling, node, relative)
+            rows_out = _output_rows(qtree, filtered, above, _node_at(node, relative[:-1]))
             if rows_in is None or not rows_out:
                 growth = None
                 break
@@ -251,17 +253,13 @@ def _descend(qtree: QTree, fingerprint: str, relative: tuple[int, ...]) -> str |
 
 
 def _output_rows(
-    qtree: QTree, sibling: str, node: PlanNode, relative: tuple[int, ...]
+    qtree: QTree, filtered: str | None, above: str | None, above_here: PlanNode
 ) -> int | None:
-    """Rows out of the filter at ``relative`` in ``sibling``'s execution: its own, or the
-    Project's right above it (Spark plans a Filter over a scan as part of the Project
-    above, and its rows are that Project's)."""
-    at = [relative]
-    if relative and _node_at(node, relative[:-1]).op == "Project":
-        at.append(relative[:-1])
-    for path in at:
-        fingerprint = _descend(qtree, sibling, path)
-        stats = None if fingerprint is None else qtree.get(fingerprint)
+    """Rows out of a recorded filter: its own, or those of the Project right above it
+    (Spark plans a Filter over a scan as part of the Project above, and its rows are that
+    Project's)."""
+    at = [filtered, above if above_here.op == "Project" else None]
+    for stats in (qtree.get(fp) for fp in at if fp is not None):
         if stats is not None and stats.rows:
             return stats.rows
     return None
