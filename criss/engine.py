@@ -250,6 +250,7 @@ class CrissSession:
                 "qtree_operators": len(self.qtree),
                 "harvest_seconds": round(self.learning.harvest_seconds, 3),
                 "write_seconds": round(self.learning.write_seconds, 3),
+                "write_bandwidth": self.learning.write_bandwidth,
                 "executions_read": self.learning.executions_read,
                 "policy": self.policy.name,
                 "media": self.options.media,

@@ -6,7 +6,9 @@ The Criss model (paper §1.2)::
 
 counts the time to load the result (size/bw) against each reuse and the time to
 store it once; ``bw`` is the bandwidth of the tier the data sits in, or the disk's
-(the worst case) when deciding whether to cache at all.
+(the worst case) when deciding whether to cache at all. Where the time to store a result
+is measured apart from the medium (``write_bandwidth``: what Criss's writes of results
+reached, from the action's cache to the tier's files), the store term uses it.
 """
 
 from __future__ import annotations
@@ -21,9 +23,17 @@ class BenefitModel(Protocol):
     name: str
 
     def benefit(
-        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self,
+        *,
+        ref: float,
+        texec: float,
+        size_bytes: float,
+        bandwidth: float,
+        recency: float,
+        write_bandwidth: float | None = None,
     ) -> float:
-        """Higher is more worth keeping; a model may return <= 0 for "never cache"."""
+        """Higher is more worth keeping; a model may return <= 0 for "never cache".
+        ``write_bandwidth`` (None: ``bandwidth``) prices storing the result once."""
         ...
 
 
@@ -33,10 +43,18 @@ class CrissBenefit:
     name = "criss"
 
     def benefit(
-        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self,
+        *,
+        ref: float,
+        texec: float,
+        size_bytes: float,
+        bandwidth: float,
+        recency: float,
+        write_bandwidth: float | None = None,
     ) -> float:
-        transfer = size_bytes / bandwidth
-        return recency * (ref * (texec - transfer) - transfer)
+        load = size_bytes / bandwidth
+        store = size_bytes / (write_bandwidth or bandwidth)
+        return recency * (ref * (texec - load) - store)
 
 
 class RecyclerBenefit:
@@ -45,7 +63,14 @@ class RecyclerBenefit:
     name = "recycler"
 
     def benefit(
-        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self,
+        *,
+        ref: float,
+        texec: float,
+        size_bytes: float,
+        bandwidth: float,
+        recency: float,
+        write_bandwidth: float | None = None,
     ) -> float:
         return ref * texec / max(size_bytes, 1.0)
 
@@ -60,7 +85,15 @@ class LruBenefit:
     name = "lru"
 
     def benefit(
-        self, *, ref: float, texec: float, size_bytes: float, bandwidth: float, recency: float
+        self,
+        *,
+        ref: float,
+        texec: float,
+        size_bytes: float,
+        bandwidth: float,
+        recency: float,
+        write_bandwidth: float | None = None,
     ) -> float:
-        transfer = size_bytes / bandwidth
-        return recency if ref * (texec - transfer) - transfer > 0 else 0.0
+        load = size_bytes / bandwidth
+        store = size_bytes / (write_bandwidth or bandwidth)
+        return recency if ref * (texec - load) - store > 0 else 0.0

@@ -7,7 +7,10 @@ the query log (as JSON), ``criss stats`` and the dashboard all read these values
 
 The rules are the paper's (§1.3): per branch of the plan, the operator with the largest
 benefit ``recency × (ref × (Texec − size/bw) − size/bw)``, judged with the disk tier's
-bandwidth (the worst case). Statistics come from executions (every action Spark ran, the
+bandwidth (the worst case) for each read, and for storing the result once with the
+bandwidth Criss's own writes of results were measured to reach (from the action's cache
+to the tier's files: encoding included, which the medium's bandwidth does not show), once
+one was measured. Statistics come from executions (every action Spark ran, the
 user's own included) or from writing the result. An operator never measured gets an
 estimated Texec: its stages × the learned seconds per stage (Spark's fixed cost) plus its
 input bytes at the learned input rate; if that reaches ``min_texec`` it is cached to
@@ -85,7 +88,10 @@ REASONS: Mapping[str, str] = {
         "a copy of one table keeping {rows} of its {table_rows} rows: no cheaper to read back "
         "than scanning its columns again"
     ),
-    "no_benefit": "benefit {benefit:.3g} <= 0 with disk bandwidth",
+    "no_benefit": (
+        "benefit {benefit:.3g} <= 0 (read back at the disk's {bandwidth:.3g} B/s, stored at "
+        "{write_bandwidth:.3g} B/s)"
+    ),
     "outranked": "another operator on its branch has a larger benefit",
     "unprojected_scan": (
         "filters a table without narrowing its columns: a copy would hold every column "
@@ -187,18 +193,29 @@ class CachingRules:
     #: Repeats a first-seen result can expect, measured over the recent queries.
     expected_repeats: float = 1.0
     first_sight_cost: float = FIRST_SIGHT_COST
+    #: Bytes per second Criss's writes of results were measured to reach (None: none
+    #: measured yet, storing is priced at ``disk_bandwidth`` as reading is).
+    write_bandwidth: float | None = None
+
+    @property
+    def store_bandwidth(self) -> float:
+        """What storing a result once is priced at: measured, else the disk's bandwidth."""
+        return self.write_bandwidth or self.disk_bandwidth
 
     def benefit(self, stats: NodeStats) -> float:
         return self.benefit_of(stats, stats.ref, stats.texec or 0.0, stats.size_bytes or 0)
 
     def benefit_of(self, stats: NodeStats, ref: float, texec: float, size_bytes: float) -> float:
         recency = max(stats.last_access - self.start_time, 1e-3)
+        # passed only once measured: a benefit model registered without the keyword works on
+        extra = {} if self.write_bandwidth is None else {"write_bandwidth": self.write_bandwidth}
         return self.policy.benefit(
             ref=ref,
             texec=texec,
             size_bytes=float(size_bytes),
             bandwidth=self.disk_bandwidth,
             recency=recency,
+            **extra,
         )
 
 
@@ -275,6 +292,7 @@ def _measured_verdict(
         "texec": stats.texec,
         "size_bytes": stats.size_bytes,
         "bandwidth": rules.disk_bandwidth,
+        "write_bandwidth": rules.store_bandwidth,
     }
     score = measured_score(benefit)
     if score is None:
@@ -325,8 +343,9 @@ def _eager_verdict(
     texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
     transfer = size / rules.disk_bandwidth
+    store = size / rules.store_bandwidth
     # seconds the expected repeats save, less writing and the first sight's added time
-    gain = repeats * (texec - transfer) - transfer - rules.first_sight_cost * texec
+    gain = repeats * (texec - transfer) - store - rules.first_sight_cost * texec
     benefit = rules.benefit_of(stats, repeats, texec, size)
     numbers = {
         **numbers,

@@ -61,14 +61,18 @@ class LiftFacts:
     bandwidth: float
     #: Spark's fixed seconds of a query rolled up from a cached result.
     fixed_seconds: float
+    #: Bytes per second Criss's writes of results were measured to reach (None: none yet,
+    #: writing is priced at ``bandwidth``).
+    write_bandwidth: float | None = None
 
 
 def decide_lift(facts: LiftFacts) -> Decision:
     """Lift (``cache``) when the expected new parameter values gain more than lifting costs."""
     transfer = facts.lifted_bytes / facts.bandwidth
     read = facts.fixed_seconds + transfer
+    write = facts.lifted_bytes / (facts.write_bandwidth or facts.bandwidth)
     extra = (facts.cost_ratio - 1) * facts.texec
-    gain = facts.expected_values * (facts.texec - read) - extra - transfer
+    gain = facts.expected_values * (facts.texec - read) - extra - write
     numbers: dict[str, Any] = {
         "texec": facts.texec,
         "parameter_values": facts.parameter_values,
@@ -77,7 +81,7 @@ def decide_lift(facts: LiftFacts) -> Decision:
         "cost_source": COST_SOURCES.get(facts.cost_source, facts.cost_source),
         "lifted_bytes": facts.lifted_bytes,
         "read_seconds": read,
-        "write_seconds": transfer,
+        "write_seconds": write,
         "extra_seconds": extra,
         "gain": gain,
     }

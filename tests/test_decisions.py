@@ -77,6 +77,26 @@ def test_each_branch_caches_its_largest_benefit_and_says_why_the_others_lost():
     assert got[(0, 0, 0)].reason == "not_storable"  # a relation is never stored
 
 
+def test_storing_is_priced_at_the_write_bandwidth_measured_once_there_is_one():
+    """The paper's store term, size/bw once: with the writes of results measured slower
+    than the disk (encoding and all), a recurring operator whose reads would save little
+    no longer pays for being written; its reads are still priced at the disk's bandwidth."""
+    stats = {
+        "agg": _stats("agg", 1, texec=0.05, size=1000),
+        "join": _stats("join", 2, texec=1.0, size=10_000_000),
+        "filt": _stats("filt", 1, texec=0.5, size=MB),
+    }
+    # 2 × (1.0 − 0.1) − 0.1 at the disk's 100 MB/s
+    unmeasured = _decide(stats)[(0,)]
+    assert unmeasured.action == CACHE and unmeasured.numbers["write_bandwidth"] == 100e6
+    assert unmeasured.numbers["benefit"] == pytest.approx(100 * 1.7)
+    # 2 × (1.0 − 0.1) − 2.0: writes measured at 5 MB/s
+    measured = _decide(stats, write_bandwidth=5e6)[(0,)]
+    assert measured.action == SKIP and measured.reason == "no_benefit"
+    assert measured.numbers["benefit"] == pytest.approx(100 * -0.2)
+    assert "stored at 5e+06 B/s" in describe(measured)
+
+
 def test_an_operator_measured_cheaper_than_min_texec_is_cached_only_as_a_result():
     """Inside a query, reading back what takes 0.1 s to compute saves nothing: the read
     changes the plan Spark compiles. A whole result is still cached (a repeat runs no job)."""
@@ -247,6 +267,8 @@ def test_every_reason_renders_with_its_numbers():
         "expected_gain": 0.2,
         "first_sight_cost": 0.06,
         "texec": 0.1,
+        "bandwidth": 100e6,
+        "write_bandwidth": 20e6,
         # a lift decision's (criss.policies.lifting)
         "expected_values": 1.5,
         "read_seconds": 0.02,

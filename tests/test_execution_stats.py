@@ -3,6 +3,8 @@ counts (and derived Texec and size) without being written, and the benefit model
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from rowcompare import assert_same_rows
 
@@ -116,9 +118,10 @@ def test_an_execution_updates_texec_and_rows_but_keeps_a_size_measured_by_a_writ
 SHIP = JOINED.replace("'MAIL'", "'SHIP'")
 
 
-def _orders_side_line(cs, tpch, expected, **stats) -> str:
+def _orders_side_line(cs, tpch, expected, keep_open=False, **stats) -> str:
     """Run JOINED, give the orders side of its SHIP twin ``stats`` in the QTree, run SHIP
-    (rows checked against plain Spark's) and return explain's line for that side."""
+    (rows checked against plain Spark's) and return explain's line for that side; the
+    session is closed unless ``keep_open``."""
     try:
         cs.sql(JOINED).collect()
         captured = cs.bridge.capture(tpch.sql(SHIP))
@@ -132,7 +135,8 @@ def _orders_side_line(cs, tpch, expected, **stats) -> str:
         assert_same_rows(df.collect(), expected)
         explanation = cs.explain(df)
     finally:
-        cs.close()
+        if not keep_open:
+            cs.close()
     return next(x for x in explanation.splitlines() if f"[{project.fingerprint[:12]}]" in x)
 
 
@@ -157,7 +161,57 @@ def test_what_to_cache_is_chosen_with_the_disk_tiers_bandwidth(tpch, tmp_path):
         assert "Texec=1.000s" in line, line
         orders_side[disk] = line
     assert "CACHED as" in orders_side["10g"], orders_side["10g"]
-    assert "<= 0 with disk bandwidth" in orders_side["1k"], orders_side["1k"]
+    assert "<= 0 (read back at the disk's" in orders_side["1k"], orders_side["1k"]
+
+
+@pytest.mark.spark
+def test_an_operator_cached_by_the_action_keeps_the_texec_measured_for_it(tpch, tmp_path):
+    """The action that caches an operator under its query's result also runs everything
+    above it: the operator keeps the Texec measured for it (its share of a run), not the
+    action's seconds, which made cheap operators look worth reading back for good."""
+    expected = tpch.sql(SHIP).collect()
+    cs = criss.session(
+        tpch,
+        home=str(tmp_path / "h"),
+        memory_bandwidth="100g",
+        disk_bandwidth="10g",
+        codec_rate="100g",
+        lift_aggregates=False,
+    )
+    try:
+        line = _orders_side_line(
+            cs, tpch, expected, keep_open=True, texec=0.75, size_bytes=1_000_000, rows=1
+        )
+        assert "CACHED as" in line, line
+        fingerprint = re.search(r"\[([0-9a-f]{12})\]", line).group(1)
+        cs.report()  # the action's partitions are committed, their statistics learned
+        (entry,) = [e for e in cs.cache.catalog.entries() if e.key.startswith(fingerprint)]
+        stats = cs.qtree.get(entry.key)
+        assert stats.texec == pytest.approx(0.75) and entry.texec == pytest.approx(0.75)
+        # what the write measured replaced the rest
+        assert stats.rows > 1 and stats.size_bytes == entry.bytes != 1_000_000
+        assert stats.stats_source == "measured"
+    finally:
+        cs.close()
+
+
+def test_the_write_bandwidth_is_learned_from_big_enough_writes_and_kept_in_the_home(tmp_path):
+    from criss.planner.learning import WRITE_BANDWIDTH_MIN_BYTES, Learning
+    from criss.qtree import QTree
+
+    qtree = QTree(tmp_path / "catalog.db")
+    try:
+        learning = Learning(qtree)
+        assert learning.write_bandwidth is None
+        learning.learn_write_bandwidth(WRITE_BANDWIDTH_MIN_BYTES - 1, 0.001)  # fixed costs
+        assert learning.write_bandwidth is None
+        learning.learn_write_bandwidth(20_000_000, 2.0)  # the first is taken as it is
+        assert learning.write_bandwidth == 10e6
+        learning.learn_write_bandwidth(20_000_000, 1.0)
+        assert 10e6 < learning.write_bandwidth < 20e6
+        assert Learning(qtree).write_bandwidth == learning.write_bandwidth  # in the home
+    finally:
+        qtree.close()
 
 
 @pytest.mark.spark

@@ -19,6 +19,13 @@ def test_criss_benefit_is_the_papers_formula():
     slow = model.benefit(ref=2, texec=5.0, size_bytes=1e9, bandwidth=2e8, recency=1.0)
     fast = model.benefit(ref=2, texec=5.0, size_bytes=1e9, bandwidth=2e9, recency=1.0)
     assert fast > slow
+    # storing priced apart, at what writes were measured to reach: 10 × (3 × (4 − 1) − 4)
+    assert (
+        model.benefit(
+            ref=3, texec=4.0, size_bytes=100.0, bandwidth=100.0, recency=10.0, write_bandwidth=25.0
+        )
+        == 50.0
+    )
 
 
 def test_recycler_ignores_bandwidth():
@@ -91,3 +98,9 @@ def test_a_lift_pays_when_the_new_values_expected_save_more_than_its_extra_cost(
     # a roll-up that reads slower than computing it gains nothing, however many come
     slow = LiftFacts(1.0, 5, 100.0, 1.0, "selectivity", 100e6, 100e6, 0.5)
     assert decide_lift(slow).action == "skip" and decide_lift(slow).source == "measured"
+    # writes measured at 50 MB/s: the 100 MB lifted result takes 2 s to write, not 1
+    measured_write = decide_lift(
+        LiftFacts(4.0, 1, 2.0, 1.5, "measured", 100e6, 100e6, 0.5, write_bandwidth=50e6)
+    )
+    assert measured_write.numbers["write_seconds"] == 2.0
+    assert measured_write.numbers["gain"] == pytest.approx(paying.numbers["gain"] - 1.0)

@@ -42,6 +42,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         eager_results=options.eager_results,
         results_only=options.reuse_scope == "results",
         expected_repeats=session.learning.expected_repeats,
+        write_bandwidth=session.learning.write_bandwidth,
     )
 
 

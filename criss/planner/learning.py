@@ -39,6 +39,9 @@ _EARLY_STOPS = ("GlobalLimit", "LocalLimit", "Tail", "Offset")
 #: intermediates measured 0.1-0.3 at SF1).
 DEFAULT_PARQUET_RATIO = 0.25
 PARQUET_RATIO_MIN_BYTES = 1 << 20
+#: Writes of results from which the write bandwidth is learned: big enough that a write's
+#: fixed cost (a job, a file) does not dominate its seconds per byte.
+WRITE_BANDWIDTH_MIN_BYTES = 1 << 20
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
@@ -197,6 +200,25 @@ class Learning:
         scanned = node.scanned_bytes_outside(served)
         if scanned and texec > 0:
             self._blend("scan_rate", DEFAULT_SCAN_RATE, scanned / texec)
+
+    @property
+    def write_bandwidth(self) -> float | None:
+        """Bytes per second Criss's writes of results reached (from the action's cache to
+        the tier's files: reading the cached blocks, encoding Parquet, storing the files),
+        None before the first big enough write was measured."""
+        return self._rate("write_bandwidth", 0.0) or None
+
+    def learn_write_bandwidth(self, size_bytes: int, seconds: float) -> None:
+        """Blend in the bytes per second of one measured write of a whole result (at least
+        ``WRITE_BANDWIDTH_MIN_BYTES``); the first measured one is taken as it is."""
+        if size_bytes < WRITE_BANDWIDTH_MIN_BYTES or seconds <= 0:
+            return
+        observed = size_bytes / seconds
+        if self.write_bandwidth is None:
+            self._rates["write_bandwidth"] = observed
+            self.qtree.set_meta("write_bandwidth", observed)
+        else:
+            self._blend("write_bandwidth", observed, observed)
 
     def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
         """Blend in the Parquet bytes per default-width byte of a measured write (big

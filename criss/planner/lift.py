@@ -188,6 +188,7 @@ def _weigh(
             lifted_bytes=min(groups * growth, LIFT_MAX_ROWS) * row_bytes,
             bandwidth=rules.disk_bandwidth,
             fixed_seconds=rules.stage_seconds,
+            write_bandwidth=rules.write_bandwidth,
         )
     )
     if decision.action != CACHE and work.session.options.lift_aggregates == "eager":

@@ -77,6 +77,18 @@ class PendingCache:
     #: the QTree meta key that refuses it for good when it has more (it is then dropped).
     max_rows: int | None = None
     refusal: str | None = None
+    #: For an operator under the query's result: its Texec as an executed plan measured it
+    #: (its share of a run that computed it without caching it), if one did.
+    measured_texec: float | None = None
+
+    def texec(self, action_seconds: float) -> float:
+        """The Texec to keep for it: the action's seconds (and cs.sql()'s) for a result the
+        action ends with; for an operator under the result, the Texec measured for it
+        before, as the action also ran the operators above it (the action's seconds only
+        bound it when none was measured)."""
+        if self.measured_texec is not None:
+            return self.measured_texec
+        return self.prepare_seconds + action_seconds
 
 
 @dataclass(frozen=True)
@@ -89,6 +101,8 @@ class CachedWrite:
     #: Seconds of the action that computed them (Spark's own measure).
     action_seconds: float
     on_driver: bool
+    #: Seconds writing them from Spark's cache into the staged files took.
+    write_seconds: float = 0.0
 
 
 def cache_in_action(work: Workspace, nodes: list[PlanNode]) -> str | None:
@@ -150,6 +164,7 @@ def prepare_cached(
     with work.record.timed("prepare"):
         cached = CachedResult(work.session.bridge, work.frame_at(at), f"criss-{token}")
     work.counters["operators_cached_in_action"] += 1
+    scanned = query_result_input(work, node) if query_result else None
     pending = PendingCache(
         token=token,
         key=node.fingerprint,
@@ -158,13 +173,20 @@ def prepare_cached(
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
         unmeasured=unmeasured_below(work, node),
-        scanned=query_result_input(work, node) if query_result else None,
+        scanned=scanned,
         record=work.record,
         max_rows=max_rows,
         refusal=refusal,
+        measured_texec=_measured_texec(work, node) if query_result and scanned is None else None,
     )
     work.lease.caches.append(pending)
     return cached
+
+
+def _measured_texec(work: Workspace, node: PlanNode) -> float | None:
+    """``node``'s Texec as measured before this query (None if it never was)."""
+    seen = work.matched.observations.get(node.fingerprint)
+    return seen.stats.texec if seen is not None and seen.stats.has_stats else None
 
 
 def write_cached(
@@ -197,18 +219,20 @@ def write_cached(
         if not indices and (count or item.wrote):
             continue
         staged = session.cache.staging_dir(item.key)
+        started = time.perf_counter()
         try:
             on_driver = bool(indices) and item.cached.write(staged, indices)
         except Exception:
             session.cache.staging.remove(staged)
             raise
+        seconds = time.perf_counter() - started
         item.written.update(indices)
         item.wrote = True
-        writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver))
+        writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver, seconds))
         if len(item.written) == count:
             item.cached.unpersist()  # its files hold it now: free Spark's memory at once
         if len(indices) == count and item.unmeasured:
-            texec = item.prepare_seconds + action_seconds
+            texec = item.texec(action_seconds)
             statistics.update(
                 result_statistics(session, item.cached, item.unmeasured, texec, parquet_ratio)
             )
@@ -244,7 +268,7 @@ def commit_cached(session: CrissSession, pending: PendingCache, write: CachedWri
 def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> int:
     cache, cached = session.cache, pending.cached
     everything = len(write.indices) == cached.num_partitions
-    texec = pending.prepare_seconds + write.action_seconds
+    texec = pending.texec(write.action_seconds)
     opening = entry_for_written(
         cache,
         pending.key,
@@ -257,7 +281,9 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
     if opening is None:
         return 0
     entry, files, opened = opening
+    started = time.perf_counter()
     stored = cache.store_files(entry, files)
+    store_seconds = time.perf_counter() - started
     if pending.max_rows is not None and stored.rows > pending.max_rows:
         # larger than it may be, it would only take room: dropped, and never tried again
         if pending.refusal is not None:
@@ -274,17 +300,20 @@ def _store(session: CrissSession, pending: PendingCache, write: CachedWrite) -> 
         },
     )
     if everything and len(stored.stored) == cached.num_partitions:
-        _learn(session, pending, texec, stored)
+        _learn(session, pending, texec, stored, write.write_seconds + store_seconds)
     return len(stored.stored)
 
 
-def _learn(session: CrissSession, pending: PendingCache, texec: float, stored: Any) -> None:
-    """The whole result, measured: its Texec (the action's) and its size as stored (and,
-    for a query's result, its size per input byte)."""
+def _learn(
+    session: CrissSession, pending: PendingCache, texec: float, stored: Any, write_seconds: float
+) -> None:
+    """The whole result, measured: its Texec (see ``PendingCache.texec``), its size as
+    stored (and, for a query's result, its size per input byte), and what writing it took."""
     learning = session.learning
     session.qtree.record_stats(pending.key, texec=texec, size_bytes=stored.bytes, rows=stored.rows)
     learning.learn_scan_rate(pending.node, texec, pending.served)
     learning.learn_parquet_ratio(stored.rows, pending.cached.row_width, stored.bytes)
+    learning.learn_write_bandwidth(stored.bytes, write_seconds)
     if pending.scanned is not None:
         learning.learn_result_ratio(stored.bytes, pending.scanned)
 
