@@ -79,6 +79,8 @@ def decide_lift(facts: LiftFacts) -> Decision:
         "expected_values": facts.expected_values,
         "cost_ratio": facts.cost_ratio,
         "cost_source": COST_SOURCES.get(facts.cost_source, facts.cost_source),
+        # the key beside its words: what a caller tests, the words being for readers
+        "cost_basis": facts.cost_source,
         "lifted_bytes": facts.lifted_bytes,
         "read_seconds": read,
         "write_seconds": write,

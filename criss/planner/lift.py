@@ -27,7 +27,7 @@ from criss.planner.serve import ServedReuses
 from criss.planner.spark_cache import cannot_cache_in_action, prepare_cached, release_cached
 from criss.planner.workspace import Workspace
 from criss.policies.decisions import CACHE, Decision
-from criss.policies.lifting import COST_SOURCES, LiftFacts, decide_lift, refused_lift
+from criss.policies.lifting import LiftFacts, decide_lift, refused_lift
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
@@ -136,8 +136,11 @@ def _lift_one(
         del work.lease.caches[pending:]
         return None
     work.counters["aggregates_lifted"] += 1
-    learn = decision.numbers["cost_source"] != COST_SOURCES["selectivity"]
-    session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
+    learn = decision.numbers.get("cost_basis") != "selectivity"
+    try:
+        session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
+    except Exception as exc:  # the lift is placed: failing to note it only costs learning
+        log.info("lift of %s not noted for learning: %s", node.fingerprint[:12], exc)
     entry = view.entries.get(fingerprint)
     total = entry.num_partitions if entry is not None else 0
     return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
