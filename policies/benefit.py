@@ -16,6 +16,14 @@ from __future__ import annotations
 from typing import Protocol, runtime_checkable
 
 
+def transfer_seconds(
+    size_bytes: float, bandwidth: float, write_bandwidth: float | None = None
+) -> tuple[float, float]:
+    """Seconds to load a result once and to store it once: both at ``bandwidth``, storing at
+    ``write_bandwidth`` instead where one was measured."""
+    return size_bytes / bandwidth, size_bytes / (write_bandwidth or bandwidth)
+
+
 @runtime_checkable
 class BenefitModel(Protocol):
     """A named, swappable valuation of one operator's cached result."""
@@ -52,8 +60,7 @@ class CrissBenefit:
         recency: float,
         write_bandwidth: float | None = None,
     ) -> float:
-        load = size_bytes / bandwidth
-        store = size_bytes / (write_bandwidth or bandwidth)
+        load, store = transfer_seconds(size_bytes, bandwidth, write_bandwidth)
         return recency * (ref * (texec - load) - store)
 
 
@@ -94,6 +101,5 @@ class LruBenefit:
         recency: float,
         write_bandwidth: float | None = None,
     ) -> float:
-        load = size_bytes / bandwidth
-        store = size_bytes / (write_bandwidth or bandwidth)
+        load, store = transfer_seconds(size_bytes, bandwidth, write_bandwidth)
         return recency if ref * (texec - load) - store > 0 else 0.0

@@ -34,7 +34,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from criss.policies.benefit import BenefitModel
+from criss.policies.benefit import BenefitModel, transfer_seconds
 from criss.policies.selection import (
     Candidate,
     best_per_branch,
@@ -342,8 +342,7 @@ def _eager_verdict(
     size = estimated_result_size(node, scanned, rules.result_ratio)
     texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
-    transfer = size / rules.disk_bandwidth
-    store = size / rules.store_bandwidth
+    transfer, store = transfer_seconds(size, rules.disk_bandwidth, rules.write_bandwidth)
     # seconds the expected repeats save, less writing and the first sight's added time
     gain = repeats * (texec - transfer) - store - rules.first_sight_cost * texec
     benefit = rules.benefit_of(stats, repeats, texec, size)

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from criss.policies.benefit import transfer_seconds
 from criss.policies.decisions import CACHE, ESTIMATE, MEASURED, SKIP, Decision
 
 #: Where a lift's cost ratio came from (shown by explain).
@@ -68,9 +69,8 @@ class LiftFacts:
 
 def decide_lift(facts: LiftFacts) -> Decision:
     """Lift (``cache``) when the expected new parameter values gain more than lifting costs."""
-    transfer = facts.lifted_bytes / facts.bandwidth
+    transfer, write = transfer_seconds(facts.lifted_bytes, facts.bandwidth, facts.write_bandwidth)
     read = facts.fixed_seconds + transfer
-    write = facts.lifted_bytes / (facts.write_bandwidth or facts.bandwidth)
     extra = (facts.cost_ratio - 1) * facts.texec
     gain = facts.expected_values * (facts.texec - read) - extra - write
     numbers: dict[str, Any] = {
