@@ -155,6 +155,16 @@ def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
     "another compiled; session: all modes on one SparkSession; auto: application on a "
     "local master, session on a cluster (whose cores go to the first application).",
 )
+@click.option(
+    "--idle-wait",
+    type=click.FloatRange(min=0),
+    default=3.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Before each timed statement wait, untimed, up to this long for the machine's CPUs "
+    "to be idle (what the last statement's application still does would land in the next "
+    "one's time); 0: do not wait.",
+)
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(
@@ -174,6 +184,7 @@ def replay(
     warmup: bool,
     variant_specs: tuple[str, ...],
     isolation: str,
+    idle_wait: float,
     quiet: bool,
 ) -> None:
     """Replay a TPC-H or TPC-DS query stream; report per-query times, totals and the ratio."""
@@ -199,6 +210,7 @@ def replay(
         isolation=isolation,
         master=master,
         spark_conf=_parse_conf(conf_pairs),
+        idle_wait=idle_wait,
     )
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
         spark = None

@@ -153,6 +153,7 @@ def run_experiment(
     out_dir: Path = RESULTS,
     spark: SparkSession | None = None,
     data_dir: Path | None = None,
+    idle_wait: float = 3.0,
 ) -> list[Path]:
     """Run ``experiment``'s replays; write JSON and PNG per stream; return the JSON paths.
 
@@ -178,6 +179,7 @@ def run_experiment(
             isolation="session" if spark is not None else "application",
             master=master,
             spark_conf={"spark.sql.shuffle.partitions": "8"},
+            idle_wait=idle_wait,
         )
         with ReplayProgress(queries, modes, enabled=not quiet) as progress:
             result = run_replay(spark, config, on_query=progress.update)
@@ -269,6 +271,13 @@ def main() -> None:
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option(
+    "--idle-wait",
+    type=click.FloatRange(min=0),
+    default=3.0,
+    show_default=True,
+    help="Seconds to wait at most, untimed, for idle CPUs before each timed statement.",
+)
+@click.option(
     "--out-dir",
     type=click.Path(path_type=Path, file_okay=False),
     default=RESULTS,
@@ -288,6 +297,7 @@ def run(
     seed: int,
     master: str,
     quiet: bool,
+    idle_wait: float,
     out_dir: Path,
     streams: tuple[str, ...],
 ) -> None:
@@ -309,6 +319,7 @@ def run(
         master=master,
         quiet=quiet,
         out_dir=out_dir,
+        idle_wait=idle_wait,
     ):
         click.echo(f"wrote {path} and {path.with_suffix('.png').name}")
 

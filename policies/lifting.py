@@ -65,6 +65,8 @@ class LiftFacts:
     #: Bytes per second Criss's writes of results were measured to reach (None: none yet,
     #: writing is priced at ``bandwidth``).
     write_bandwidth: float | None = None
+    #: Estimated rows of the lifted result (``lifted_bytes`` is these at an estimated width).
+    lifted_rows: float | None = None
 
 
 def decide_lift(facts: LiftFacts) -> Decision:
@@ -82,6 +84,7 @@ def decide_lift(facts: LiftFacts) -> Decision:
         # the key beside its words: what a caller tests, the words being for readers
         "cost_basis": facts.cost_source,
         "lifted_bytes": facts.lifted_bytes,
+        "lifted_rows": facts.lifted_rows,
         "read_seconds": read,
         "write_seconds": write,
         "extra_seconds": extra,

@@ -245,6 +245,9 @@ def test_cli_replay_both_modes_end_to_end(tpch_dir, tmp_path):
     assert result["comparisons"]["criss-disk"]["checksums_match"]
     assert result["comparisons"]["criss"]["checksums_match"]  # --mode both: Criss as well
     assert len(result["modes"]["criss"]["queries"]) == 3
+    # by default each timed statement waited (untimed, at most 3 s) for idle CPUs
+    waits = [q["idle_wait"] for m in result["modes"].values() for q in m["queries"]]
+    assert len(waits) == 9 and all(0 < w <= 3.5 for w in waits), waits
     assert "criss-disk vs spark" in proc.stdout
     bad = subprocess.run(
         [*cmd[:3], "replay", "--variant", "nocolon"], capture_output=True, text=True

@@ -418,6 +418,37 @@ def test_parameters_under_joins_are_lifted_from_every_filter(tpch, tmp_path):
     cs.close()
 
 
+def test_a_lift_is_priced_at_the_width_of_its_own_rows(tpch, tmp_path):
+    """TPC-H Q5 returns five nations: its result's bytes per row are mostly its file's own
+    overhead, and pricing the lifted result's write at them made it 10-20x too dear (SF 1:
+    9 MB estimated, 0.6 MB written). The lift is priced at Spark's width of a lifted row and
+    the Parquet ratio learned, within a small factor of what its rows take once written."""
+    from criss.workload.tpch.queries import statement
+
+    cs = criss.session(tpch, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
+    distinct = list(dict.fromkeys(statement(5, seed=s, sf=0.01).sql for s in range(1, 9)))
+    _through(cs, tpch, distinct[0])
+    _, summary = _through(cs, tpch, distinct[1])
+    assert summary.get("aggregates_lifted", 0) == 1, cs.explain(cs.sql(distinct[1]))
+    (decision,) = _lift_decisions(cs)
+    numbers = decision["numbers"]
+    cs.learning.settle()
+    (lifted,) = cs.learning.lifted_results()
+    written = cs.qtree.get(lifted)
+    tree = cs.canonical_tree(cs.bridge.capture(tpch.sql(distinct[0])))
+    (aggregate,) = [n for n in tree.walk() if n.op == "Aggregate"]
+    sibling = cs.qtree.get(aggregate.fingerprint)
+    written_per_row = written.size_bytes / written.rows
+    estimated_per_row = numbers["lifted_bytes"] / numbers["lifted_rows"]
+    assert written_per_row / 4 <= estimated_per_row <= written_per_row * 4, (
+        numbers,
+        written,
+    )
+    # what the old estimate took: the small sibling's file bytes per row
+    assert sibling.size_bytes / sibling.rows > 4 * written_per_row, sibling
+    cs.close()
+
+
 def _lift_decisions(cs):
     record = cs.last_record
     return [] if record is None else record.lifts

@@ -45,6 +45,7 @@ from criss.workload.applications import (
     resolve_isolation,
 )
 from criss.workload.benchmarks import parquet_data
+from criss.workload.idle import wait_for_idle
 from criss.workload.streams import StreamQuery, check_stream, make_stream
 
 if TYPE_CHECKING:
@@ -102,6 +103,9 @@ class ReplayConfig:
     #: The master and settings of each mode's own application (``isolation="application"``).
     master: str = "local[2]"
     spark_conf: dict[str, str] = field(default_factory=dict)
+    #: Before each timed statement, wait (untimed) at most this many seconds for the machine
+    #: to be idle (``criss.workload.idle``); 0: do not wait.
+    idle_wait: float = 0.0
 
     def __post_init__(self) -> None:
         unknown = [m for m in self.modes if m not in MODES and m not in self.variants]
@@ -114,6 +118,11 @@ class ReplayConfig:
         if bad:
             raise WorkloadError(f"variant names must start with {VARIANT_PREFIX!r}: {bad}")
         check_stream(self.stream, self.benchmark)
+        if not self.idle_wait >= 0:
+            raise WorkloadError(
+                f"idle_wait={self.idle_wait!r}: the seconds to wait for an idle machine "
+                "before each timed statement must be 0 (do not wait) or more"
+            )
         self.isolation = resolve_isolation(self.isolation, self.master)
 
     def stream_queries(self) -> list[StreamQuery]:
@@ -220,8 +229,11 @@ def run_replay(
         records: dict[str, list[dict[str, Any]]] = {m: [] for m in players}
         for position, item in enumerate(stream):
             for turn, mode in enumerate(run_order(list(players), position)):
+                waited = wait_for_idle(config.idle_wait)
                 record = players[mode].run(item)
                 record["turn"] = turn
+                if config.idle_wait:
+                    record["idle_wait"] = waited
                 records[mode].append(record)
                 if on_query:
                     on_query(mode, record)

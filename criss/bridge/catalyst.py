@@ -13,7 +13,7 @@ from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, KnownRelations,
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
-from criss.bridge.lift import lifted_aggregate
+from criss.bridge.lift import lifted_aggregate, lifted_row_width
 from criss.bridge.plans import optimized_plan
 from criss.bridge.rewrite import ReadPlans, with_replacements
 from criss.bridge.versions import (
@@ -163,6 +163,12 @@ class CatalystBridge:
         conditions: for each site, the columns at its positions of the input of the Filter
         at its relative path (see criss.bridge.lift)."""
         return lifted_aggregate(self, aggregate, sites)
+
+    def lifted_row_width(
+        self, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
+    ) -> int:
+        """Spark's default width in bytes of a row of ``aggregate`` lifted over ``sites``."""
+        return lifted_row_width(aggregate, sites)
 
     def forget_reads(self) -> None:
         self._reads.forget()

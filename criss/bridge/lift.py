@@ -62,6 +62,30 @@ def lifted_aggregate(
     return frame.groupBy(*groups).agg(*measures)
 
 
+def lifted_row_width(aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]) -> int:
+    """Spark's default width (bytes) of a row of ``aggregate`` lifted over ``sites``: its
+    own output, each lifted column it does not group by already, and a count beside each
+    average (the lifted result keeps a sum and a count for it)."""
+    width = int(aggregate.schema().defaultSize())
+    grouping = _items(aggregate.groupingExpressions())
+    grouped = {_id(e) for e in grouping if _name(e) == "AttributeReference"}
+    for path, positions in sites:
+        node = aggregate
+        for index in path:
+            node = node.children().apply(index)
+        inputs = node.children().apply(0).output()
+        for position in positions:
+            column = inputs.apply(position)
+            if _id(column) not in grouped:
+                width += int(column.dataType().defaultSize())
+                grouped.add(_id(column))
+    for output in _items(aggregate.aggregateExpressions()):
+        function = _aggregate_function(output)
+        if function is not None and _name(function) == "Average":
+            width += 8
+    return width
+
+
 def _rebuilt(
     bridge: CatalystBridge,
     node: Any,

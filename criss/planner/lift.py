@@ -180,7 +180,13 @@ def _weigh(
         return refused_lift("lift_too_large", why=why)
     learning.learn_lift_costs()
     ratio, source = _cost_ratio(work, node, columns, siblings)
-    row_bytes = max((s.size_bytes or 0) / max(s.rows or 1, 1) for s in measured)
+    # Spark's width of a lifted row at the Parquet ratio learned from the results written:
+    # a small sibling's bytes per row are mostly its file's own overhead (TPC-H Q5's five
+    # rows: 180 B a row, its lifted result 10 B)
+    width = work.session.bridge.lifted_row_width(
+        work.captured.node_at(node.path), lift_sites(node, columns)
+    )
+    lifted_rows = min(groups * growth, LIFT_MAX_ROWS)
     decision = decide_lift(
         LiftFacts(
             texec=sum(s.texec for s in measured) / len(measured),
@@ -188,10 +194,11 @@ def _weigh(
             expected_values=learning.expected_parameter_values(),
             cost_ratio=ratio,
             cost_source=source,
-            lifted_bytes=min(groups * growth, LIFT_MAX_ROWS) * row_bytes,
+            lifted_bytes=lifted_rows * width * learning.parquet_ratio,
             bandwidth=rules.disk_bandwidth,
             fixed_seconds=rules.stage_seconds,
             write_bandwidth=rules.write_bandwidth,
+            lifted_rows=lifted_rows,
         )
     )
     if decision.action != CACHE and work.session.options.lift_aggregates == "eager":
