@@ -189,7 +189,6 @@ def replay(
 ) -> None:
     """Replay a TPC-H or TPC-DS query stream; report per-query times, totals and the ratio."""
     from criss.console import ReplayProgress, print_next_steps, print_replay_summary
-    from criss.sparksession import local_spark
     from criss.workload.replay import ReplayConfig, run_replay, write_results
 
     variants = _parse_variants(variant_specs)
@@ -213,22 +212,29 @@ def replay(
         idle_wait=idle_wait,
     )
     with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
-        spark = None
-        if config.isolation == "session":
-            if not quiet:
-                progress.console.print(f"starting Spark ({master}) ...")
-            spark = local_spark("criss-replay", master=master, conf=config.spark_conf)
-        elif not quiet:
-            progress.console.print(f"starting a Spark application ({master}) for each mode ...")
+        spark = _replay_spark(config, progress.console if not quiet else None)
         result = run_replay(spark, config, on_query=progress.update, on_warmup=progress.warmup)
-    if out:
-        write_results(result, out)
     print_replay_summary(result, per_query=not quiet)
     if out:
+        write_results(result, out)
         click.echo(f"results written to {out}")
     if not quiet:
         print_next_steps(result.get("homes", {}), str(out.parent) if out else None)
     _fail_on_mismatch(result)
+
+
+def _replay_spark(config: Any, console: Any | None) -> Any:
+    """The SparkSession a replay in one session runs on (None: each mode starts its own
+    application), saying on ``console`` which it is."""
+    from criss.sparksession import local_spark
+
+    if config.isolation != "session":
+        if console is not None:
+            console.print(f"starting a Spark application ({config.master}) for each mode ...")
+        return None
+    if console is not None:
+        console.print(f"starting Spark ({config.master}) ...")
+    return local_spark("criss-replay", master=config.master, conf=config.spark_conf)
 
 
 def _home_option(func):

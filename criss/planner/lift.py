@@ -180,12 +180,11 @@ def _weigh(
         return refused_lift("lift_too_large", why=why)
     learning.learn_lift_costs()
     ratio, source = _cost_ratio(work, node, columns, siblings)
-    # Spark's width of a lifted row at the Parquet ratio learned from the results written:
-    # a small sibling's bytes per row are mostly its file's own overhead (TPC-H Q5's five
-    # rows: 180 B a row, its lifted result 10 B)
-    width = work.session.bridge.lifted_row_width(
-        work.captured.node_at(node.path), lift_sites(node, columns)
-    )
+    try:
+        sites = lift_sites(node, columns)
+    except LookupError as exc:  # a condition lies where its column does not reach the top
+        qtree.set_meta(refusal, str(exc)[:200])
+        return refused_lift("lift_refused", why=str(exc)[:200])
     lifted_rows = min(groups * growth, LIFT_MAX_ROWS)
     decision = decide_lift(
         LiftFacts(
@@ -194,7 +193,7 @@ def _weigh(
             expected_values=learning.expected_parameter_values(),
             cost_ratio=ratio,
             cost_source=source,
-            lifted_bytes=lifted_rows * width * learning.parquet_ratio,
+            lifted_bytes=_lifted_bytes(work, node, sites, lifted_rows),
             bandwidth=rules.disk_bandwidth,
             fixed_seconds=rules.stage_seconds,
             write_bandwidth=rules.write_bandwidth,
@@ -204,6 +203,16 @@ def _weigh(
     if decision.action != CACHE and work.session.options.lift_aggregates == "eager":
         return Decision(CACHE, "lift_eager", decision.numbers, decision.source)
     return decision
+
+
+def _lifted_bytes(
+    work: Workspace, node: PlanNode, sites: list[tuple[tuple[int, ...], list[int]]], rows: float
+) -> float:
+    """Bytes of ``rows`` lifted rows: Spark's width of one at the Parquet ratio learned from
+    the results written. Not a sibling's bytes per row: a small result's are mostly its
+    file's own overhead (TPC-H Q5's five rows: 180 B a row, its lifted result's 10 B)."""
+    width = work.session.bridge.lifted_row_width(work.captured.node_at(node.path), sites)
+    return rows * width * work.session.learning.parquet_ratio
 
 
 def _cost_ratio(
