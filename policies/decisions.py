@@ -60,6 +60,14 @@ MEASURED, ESTIMATE = "measured", "estimate"
 #: (experiments/results/issue22/first-sight-paths-sf1-engine.json); 1.067x with the paths
 #: in every order and no lifts (issue22/session13/first-sight-paths-sf1.json).
 FIRST_SIGHT_COST = 0.06
+#: What building Spark's cache of an operator's rows in the user's action adds to that
+#: action, as a share of the time writing them to the tier's files takes, for an operator
+#: under the query's result (the result's rows are materialized for the user anyway).
+#: Measured at SF 1 on the drift streams, seeds 1-3: 20 such operators of eight templates
+#: whose size was known, each query against the same statement with only its result cached
+#: (the result-cache mode of the same run), added 5.1 s to their actions for 10.0 s of
+#: writes; per operator from -0.8 to +0.8 s, noisy (experiments/results/issue20/session20/).
+IN_ACTION_BUILD_SHARE = 0.5
 #: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
 #: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
 BOUNDED_COLUMN_BYTES = 64
@@ -90,7 +98,8 @@ REASONS: Mapping[str, str] = {
     ),
     "no_benefit": (
         "benefit {benefit:.3g} <= 0 (read back at the disk's {bandwidth:.3g} B/s, stored at "
-        "{write_bandwidth:.3g} B/s)"
+        "{write_bandwidth:.3g} B/s, building Spark's cache of it in the action included at "
+        "{in_action_build_share:.0%} of writing it)"
     ),
     "outranked": "another operator on its branch has a larger benefit",
     "unprojected_scan": (
@@ -196,19 +205,41 @@ class CachingRules:
     #: Bytes per second Criss's writes of results were measured to reach (None: none
     #: measured yet, storing is priced at ``disk_bandwidth`` as reading is).
     write_bandwidth: float | None = None
+    #: What building Spark's cache of an operator under the result adds to the user's
+    #: action, as a share of writing its rows (0: results are not cached in the action).
+    in_action_build_share: float = 0.0
 
     @property
     def store_bandwidth(self) -> float:
         """What storing a result once is priced at: measured, else the disk's bandwidth."""
         return self.write_bandwidth or self.disk_bandwidth
 
-    def benefit(self, stats: NodeStats) -> float:
-        return self.benefit_of(stats, stats.ref, stats.texec or 0.0, stats.size_bytes or 0)
+    def build_bandwidth(self, is_result: bool) -> float | None:
+        """What storing an operator under the query's result is priced at when the user's
+        action builds Spark's cache of it on the way (None: storing is writing alone)."""
+        if is_result or self.in_action_build_share <= 0:
+            return None
+        return self.store_bandwidth / (1 + self.in_action_build_share)
 
-    def benefit_of(self, stats: NodeStats, ref: float, texec: float, size_bytes: float) -> float:
+    def benefit(self, stats: NodeStats, write_bandwidth: float | None = None) -> float:
+        return self.benefit_of(
+            stats, stats.ref, stats.texec or 0.0, stats.size_bytes or 0, write_bandwidth
+        )
+
+    def benefit_of(
+        self,
+        stats: NodeStats,
+        ref: float,
+        texec: float,
+        size_bytes: float,
+        write_bandwidth: float | None = None,
+    ) -> float:
+        """The benefit model's value of ``stats``; storing at ``write_bandwidth`` where given,
+        else at the one measured."""
         recency = max(stats.last_access - self.start_time, 1e-3)
+        write_bandwidth = write_bandwidth or self.write_bandwidth
         # passed only once measured: a benefit model registered without the keyword works on
-        extra = {} if self.write_bandwidth is None else {"write_bandwidth": self.write_bandwidth}
+        extra = {} if write_bandwidth is None else {"write_bandwidth": write_bandwidth}
         return self.policy.benefit(
             ref=ref,
             texec=texec,
@@ -285,14 +316,16 @@ def _measured_verdict(
     if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
         numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
         return _Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
-    benefit = rules.benefit(stats)
+    built = rules.build_bandwidth(is_result)
+    benefit = rules.benefit(stats, built)
     numbers = {
         "benefit": benefit,
         "ref": stats.ref,
         "texec": stats.texec,
         "size_bytes": stats.size_bytes,
         "bandwidth": rules.disk_bandwidth,
-        "write_bandwidth": rules.store_bandwidth,
+        "write_bandwidth": built or rules.store_bandwidth,
+        "in_action_build_share": rules.in_action_build_share if built else 0.0,
     }
     score = measured_score(benefit)
     if score is None:

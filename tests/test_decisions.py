@@ -97,6 +97,32 @@ def test_storing_is_priced_at_the_write_bandwidth_measured_once_there_is_one():
     assert "stored at 5e+06 B/s" in describe(measured)
 
 
+def test_building_spark_cache_in_the_action_is_priced_under_the_result():
+    """An operator under the result cached by the user's action makes the action build
+    Spark's cache of its rows on the way, which costs it a share of writing them: a Join
+    whose reads would save little no longer pays. The query's result (its rows are
+    materialized for the user anyway) is priced at the write alone."""
+    stats = {
+        "agg": _stats("agg", 2, texec=0.25, size=10_000_000),
+        "join": _stats("join", 2, texec=0.24, size=10_000_000),
+        "filt": _stats("filt", 1, texec=0.5, size=MB),
+    }
+    # 2 × (0.24 − 0.1) − 0.2 written at 50 MB/s
+    written = _decide(stats, write_bandwidth=50e6)
+    assert written[(0,)].numbers["benefit"] == pytest.approx(100 * 0.08)
+    # ... − 0.2 × 1.5 once building Spark's cache in the action is counted
+    built = _decide(stats, write_bandwidth=50e6, in_action_build_share=0.5)
+    join = built[(0,)]
+    assert join.action == SKIP and join.reason == "no_benefit"
+    assert join.numbers["benefit"] == pytest.approx(100 * -0.02)
+    assert join.numbers["write_bandwidth"] == pytest.approx(50e6 / 1.5)
+    assert "in the action included at 50% of writing it" in describe(join)
+    # 2 × (0.25 − 0.1) − 0.2 for the result, with or without
+    result = built[()]
+    assert result.action == CACHE and result.numbers["benefit"] == pytest.approx(100 * 0.1)
+    assert result.numbers == written[()].numbers
+
+
 def test_an_operator_measured_cheaper_than_min_texec_is_cached_only_as_a_result():
     """Inside a query, reading back what takes 0.1 s to compute saves nothing: the read
     changes the plan Spark compiles. A whole result is still cached (a repeat runs no job)."""
@@ -269,6 +295,7 @@ def test_every_reason_renders_with_its_numbers():
         "texec": 0.1,
         "bandwidth": 100e6,
         "write_bandwidth": 20e6,
+        "in_action_build_share": 0.5,
         # a lift decision's (criss.policies.lifting)
         "expected_values": 1.5,
         "read_seconds": 0.02,

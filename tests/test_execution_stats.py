@@ -215,6 +215,25 @@ def test_the_write_bandwidth_is_learned_from_big_enough_writes_and_kept_in_the_h
 
 
 @pytest.mark.spark
+def test_building_in_the_action_is_priced_only_where_the_action_builds_spark_cache(spark, tmp_path):
+    """The decisions count what building Spark's cache of an intermediate adds to the
+    user's action only where the action does build it: not when the tasks write results
+    through, nor when a job of Criss's own computes them."""
+    from criss.planner.decide import caching_rules
+    from criss.policies.decisions import IN_ACTION_BUILD_SHARE
+
+    shares = {}
+    for name, options in {
+        "action": {},
+        "write_through": {"write_through": True},
+        "job": {"cache_in_action": False},
+    }.items():
+        with criss.session(spark, home=str(tmp_path / name), **options) as cs:
+            shares[name] = caching_rules(cs).in_action_build_share
+    assert shares == {"action": IN_ACTION_BUILD_SHARE, "write_through": 0.0, "job": 0.0}
+
+
+@pytest.mark.spark
 def test_a_copy_keeping_most_of_its_tables_rows_is_not_cached(tpch, tmp_path):
     """A filtered projection of one table that keeps most of the table's rows costs as much
     to read back as the columns it scans: it is refused whatever its measured Texec, while
