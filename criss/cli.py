@@ -11,6 +11,7 @@ import click
 
 from criss.errors import CrissError
 from criss.workload.benchmarks import BENCHMARKS
+from criss.workload.idle import IDLE_WAIT_SECONDS
 from criss.workload.streams import STREAMS
 
 STREAM_CHOICES = STREAMS
@@ -158,7 +159,7 @@ def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
 @click.option(
     "--idle-wait",
     type=click.FloatRange(min=0),
-    default=3.0,
+    default=IDLE_WAIT_SECONDS,
     show_default=True,
     metavar="SECONDS",
     help="Before each timed statement wait, untimed, up to this long for the machine's CPUs "

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from criss.workload.idle import IDLE_WAIT_SECONDS
 from experiments.summary import statement_keys, summarize
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def run_experiment(
     out_dir: Path = RESULTS,
     spark: SparkSession | None = None,
     data_dir: Path | None = None,
-    idle_wait: float = 3.0,
+    idle_wait: float = IDLE_WAIT_SECONDS,
 ) -> list[Path]:
     """Run ``experiment``'s replays; write JSON and PNG per stream; return the JSON paths.
 
@@ -273,7 +274,7 @@ def main() -> None:
 @click.option(
     "--idle-wait",
     type=click.FloatRange(min=0),
-    default=3.0,
+    default=IDLE_WAIT_SECONDS,
     show_default=True,
     help="Seconds to wait at most, untimed, for idle CPUs before each timed statement.",
 )

@@ -43,40 +43,30 @@ def stat_file(tmp_path):
     return path
 
 
-def _with_counters(path, busy_for):
+def _waited(path, *, busy_for: float, max_seconds: float) -> float:
+    """What ``wait_for_idle`` waits while the counters say busy for ``busy_for`` seconds."""
     stop = threading.Event()
     thread = threading.Thread(target=_cpu_counters, args=(path, busy_for, stop), daemon=True)
     thread.start()
-    return stop, thread
-
-
-def test_it_waits_while_the_cpus_are_busy_and_stops_once_they_are_idle(stat_file):
-    stop, thread = _with_counters(stat_file, busy_for=0.5)
     try:
-        waited = wait_for_idle(5.0, stat_path=str(stat_file), window=0.1)
+        return wait_for_idle(max_seconds, stat_path=str(path), window=0.1)
     finally:
         stop.set()
         thread.join()
+
+
+def test_it_waits_while_the_cpus_are_busy_and_stops_once_they_are_idle(stat_file):
+    waited = _waited(stat_file, busy_for=0.5, max_seconds=5.0)
     assert 0.45 <= waited < 1.5, waited
 
 
 def test_it_gives_up_at_its_limit_on_a_machine_that_stays_busy(stat_file):
-    stop, thread = _with_counters(stat_file, busy_for=60)
-    try:
-        waited = wait_for_idle(0.5, stat_path=str(stat_file), window=0.1)
-    finally:
-        stop.set()
-        thread.join()
+    waited = _waited(stat_file, busy_for=60, max_seconds=0.5)
     assert 0.5 <= waited < 1.0, waited
 
 
 def test_an_idle_machine_is_waited_for_one_window_only(stat_file):
-    stop, thread = _with_counters(stat_file, busy_for=0)
-    try:
-        waited = wait_for_idle(5.0, stat_path=str(stat_file), window=0.1)
-    finally:
-        stop.set()
-        thread.join()
+    waited = _waited(stat_file, busy_for=0, max_seconds=5.0)
     assert waited < 0.5, waited
 
 

@@ -17,6 +17,9 @@ PROC_STAT = "/proc/stat"
 #: The machine counts as idle when its CPUs were busy less than this share of a window.
 IDLE_BUSY_SHARE = 0.15
 IDLE_WINDOW_SECONDS = 0.1
+#: The longest a replay waits by default (``criss replay --idle-wait``): over the drift
+#: streams at SF 1 the machine was idle after one window at the median, 0.6 s at most.
+IDLE_WAIT_SECONDS = 3.0
 
 
 def _cpu_times(stat_path: str) -> tuple[int, int] | None:
