@@ -50,6 +50,20 @@ def benchmark_option(help_text: str):
     )
 
 
+def idle_wait_option(func):
+    """``--idle-wait SECONDS``, for every command that replays a stream."""
+    return click.option(
+        "--idle-wait",
+        type=click.FloatRange(min=0),
+        default=IDLE_WAIT_SECONDS,
+        show_default=True,
+        metavar="SECONDS",
+        help="Before each timed statement wait, untimed, up to this long for the machine's "
+        "CPUs to be idle (what the last statement's application still does would land in "
+        "the next one's time); 0: do not wait.",
+    )(func)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="criss")
 def main() -> None:
@@ -156,16 +170,7 @@ def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
     "another compiled; session: all modes on one SparkSession; auto: application on a "
     "local master, session on a cluster (whose cores go to the first application).",
 )
-@click.option(
-    "--idle-wait",
-    type=click.FloatRange(min=0),
-    default=IDLE_WAIT_SECONDS,
-    show_default=True,
-    metavar="SECONDS",
-    help="Before each timed statement wait, untimed, up to this long for the machine's CPUs "
-    "to be idle (what the last statement's application still does would land in the next "
-    "one's time); 0: do not wait.",
-)
+@idle_wait_option
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
 def replay(

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from criss.cli import idle_wait_option
 from criss.workload.idle import IDLE_WAIT_SECONDS
 from experiments.summary import statement_keys, summarize
 
@@ -271,13 +272,7 @@ def main() -> None:
 @click.option("--seed", type=int, default=42, show_default=True, help="Stream seed.")
 @click.option("--master", default="local[2]", show_default=True, help="Spark master.")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option(
-    "--idle-wait",
-    type=click.FloatRange(min=0),
-    default=IDLE_WAIT_SECONDS,
-    show_default=True,
-    help="Seconds to wait at most, untimed, for idle CPUs before each timed statement.",
-)
+@idle_wait_option
 @click.option(
     "--out-dir",
     type=click.Path(path_type=Path, file_okay=False),

@@ -350,15 +350,18 @@ def _fixed(shape: Shape, columns: tuple[str, ...]) -> frozenset[Atom]:
     )
 
 
-def lift_sites(
-    aggregate: PlanNode, columns: tuple[str, ...]
-) -> list[tuple[tuple[int, ...], list[int]]]:
+#: A Filter to lift: its path relative to the aggregate, and the positions in its input of
+#: the columns whose conditions are lifted.
+LiftSite = tuple[tuple[int, ...], list[int]]
+
+
+def lift_sites(aggregate: PlanNode, columns: tuple[str, ...]) -> list[LiftSite]:
     """Where lifting ``aggregate`` over ``columns`` changes its input: each Filter holding
     parameter conditions (ranges, IN lists) on some of them, reached through Projects,
     Filters and the sides of joins whose columns come out unchanged, as its relative path
     and the positions in its input of the columns it constrains. LookupError when a column
     is constrained in none (its condition lies where its values do not reach the top)."""
-    sites: list[tuple[tuple[int, ...], list[int]]] = []
+    sites: list[LiftSite] = []
     covered: set[str] = set()
 
     def search(node: PlanNode, path: tuple[int, ...]) -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     from criss.qtree.plan import PlanNode
     from criss.qtree.rewrite import SortKey
-    from criss.qtree.subsume import Derivation
+    from criss.qtree.subsume import Derivation, LiftSite
 
 
 class CatalystBridge:
@@ -156,17 +156,13 @@ class CatalystBridge:
         return self._reads.derived_plan(original, read, derivation)
 
     @jvm_errors("lift the aggregate over its parameters")
-    def lifted_aggregate(
-        self, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
-    ) -> DataFrame:
+    def lifted_aggregate(self, aggregate: Any, sites: list[LiftSite]) -> DataFrame:
         """``aggregate`` grouped also by the columns its parameters filter, without those
         conditions: for each site, the columns at its positions of the input of the Filter
         at its relative path (see criss.bridge.lift)."""
         return lifted_aggregate(self, aggregate, sites)
 
-    def lifted_row_width(
-        self, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
-    ) -> int:
+    def lifted_row_width(self, aggregate: Any, sites: list[LiftSite]) -> int:
         """Spark's default width in bytes of a row of ``aggregate`` lifted over ``sites``."""
         return lifted_row_width(aggregate, sites)
 

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
     from criss.bridge.catalyst import CatalystBridge
+    from criss.qtree.subsume import LiftSite
 
 #: Conditions a lifted column's parameter may take (one column against literals).
 _PARAMETER_CONDITIONS = frozenset(
@@ -34,9 +35,7 @@ _PARAMETER_CONDITIONS = frozenset(
 _KEPT_FUNCTIONS = frozenset({"Sum", "Count", "Min", "Max"})
 
 
-def lifted_aggregate(
-    bridge: CatalystBridge, aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]
-) -> DataFrame:
+def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSite]) -> DataFrame:
     """``aggregate`` (a JVM Aggregate) lifted over, for each site, the columns at its
     positions of the input of the Filter at its relative path under the aggregate."""
     from pyspark.sql import functions as F
@@ -44,7 +43,7 @@ def lifted_aggregate(
     child, lifted = _rebuilt(bridge, aggregate.child(), (0,), dict(sites))
     frame = bridge.dataframe_of(child)
     grouping = _items(aggregate.groupingExpressions())
-    grouped = {_id(e) for e in grouping if _name(e) == "AttributeReference"}
+    grouped = _grouped_ids(grouping)
     groups = [bridge.column(e) for e in grouping]
     groups += [bridge.column(a) for a in lifted if _id(a) not in grouped]
     measures = []
@@ -62,13 +61,12 @@ def lifted_aggregate(
     return frame.groupBy(*groups).agg(*measures)
 
 
-def lifted_row_width(aggregate: Any, sites: list[tuple[tuple[int, ...], list[int]]]) -> int:
+def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
     """Spark's default width (bytes) of a row of ``aggregate`` lifted over ``sites``: its
     own output, each lifted column it does not group by already, and a count beside each
     average (the lifted result keeps a sum and a count for it)."""
     width = int(aggregate.schema().defaultSize())
-    grouping = _items(aggregate.groupingExpressions())
-    grouped = {_id(e) for e in grouping if _name(e) == "AttributeReference"}
+    grouped = _grouped_ids(_items(aggregate.groupingExpressions()))
     for path, positions in sites:
         node = aggregate
         for index in path:
@@ -84,6 +82,11 @@ def lifted_row_width(aggregate: Any, sites: list[tuple[tuple[int, ...], list[int
         if function is not None and _name(function) == "Average":
             width += 8
     return width
+
+
+def _grouped_ids(grouping: list[Any]) -> set[int]:
+    """The exprIds of the plain columns among grouping expressions."""
+    return {_id(e) for e in grouping if _name(e) == "AttributeReference"}
 
 
 def _rebuilt(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from criss.planner.match import Match
 from criss.planner.serve import ServedReuses
-from criss.planner.spark_cache import cannot_cache_in_action
+from criss.planner.spark_cache import builds_spark_cache_in_action
 from criss.policies.decisions import (
     CACHE,
     IN_ACTION_BUILD_SHARE,
@@ -45,9 +45,9 @@ def caching_rules(session: CrissSession) -> CachingRules:
         results_only=options.reuse_scope == "results",
         expected_repeats=session.learning.expected_repeats,
         write_bandwidth=session.learning.write_bandwidth,
-        in_action_build_share=0.0
-        if options.write_through or cannot_cache_in_action(session) is not None
-        else IN_ACTION_BUILD_SHARE,
+        in_action_build_share=IN_ACTION_BUILD_SHARE
+        if builds_spark_cache_in_action(session)
+        else 0.0,
     )
 
 

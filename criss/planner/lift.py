@@ -24,7 +24,11 @@ from typing import TYPE_CHECKING
 from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import ServedReuses
-from criss.planner.spark_cache import cannot_cache_in_action, prepare_cached, release_cached
+from criss.planner.spark_cache import (
+    builds_spark_cache_in_action,
+    prepare_cached,
+    release_cached,
+)
 from criss.planner.workspace import Workspace
 from criss.policies.decisions import CACHE, Decision
 from criss.policies.lifting import LiftFacts, decide_lift, refused_lift
@@ -32,6 +36,7 @@ from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
     Derivation,
+    LiftSite,
     Shape,
     aggregate_identity,
     derive,
@@ -178,13 +183,13 @@ def _weigh(
         )
         qtree.set_meta(refusal, why)
         return refused_lift("lift_too_large", why=why)
-    learning.learn_lift_costs()
-    ratio, source = _cost_ratio(work, node, columns, siblings)
     try:
         sites = lift_sites(node, columns)
     except LookupError as exc:  # a condition lies where its column does not reach the top
         qtree.set_meta(refusal, str(exc)[:200])
         return refused_lift("lift_refused", why=str(exc)[:200])
+    learning.learn_lift_costs()
+    ratio, source = _cost_ratio(work, node, sites, siblings)
     lifted_rows = min(groups * growth, LIFT_MAX_ROWS)
     decision = decide_lift(
         LiftFacts(
@@ -205,9 +210,7 @@ def _weigh(
     return decision
 
 
-def _lifted_bytes(
-    work: Workspace, node: PlanNode, sites: list[tuple[tuple[int, ...], list[int]]], rows: float
-) -> float:
+def _lifted_bytes(work: Workspace, node: PlanNode, sites: list[LiftSite], rows: float) -> float:
     """Bytes of ``rows`` lifted rows: Spark's width of one at the Parquet ratio learned from
     the results written. Not a sibling's bytes per row: a small result's are mostly its
     file's own overhead (TPC-H Q5's five rows: 180 B a row, its lifted result's 10 B)."""
@@ -216,29 +219,25 @@ def _lifted_bytes(
 
 
 def _cost_ratio(
-    work: Workspace, node: PlanNode, columns: tuple[str, ...], siblings: list[str]
+    work: Workspace, node: PlanNode, sites: list[LiftSite], siblings: list[str]
 ) -> tuple[float, str]:
     """The lifted aggregate's Texec ÷ the aggregate's: what the lifts so far measured (or
     assumed before any), unless the lifted conditions were measured to keep so many rows
     that lifting cannot cost more than the rows they drop (TPC-H Q1's ship date keeps 98 %)."""
     ratio, measured = work.session.learning.lift_cost_ratio
-    growth = _rows_growth(work, node, columns, siblings)
+    growth = _rows_growth(work, node, sites, siblings)
     if growth is not None and growth < ratio:
         return growth, "selectivity"
     return ratio, "measured" if measured else "estimate"
 
 
 def _rows_growth(
-    work: Workspace, node: PlanNode, columns: tuple[str, ...], siblings: list[str]
+    work: Workspace, node: PlanNode, sites: list[LiftSite], siblings: list[str]
 ) -> float | None:
     """How many times more rows the lifted aggregate reads than a sibling did: the rows
     into each filter holding lifted conditions ÷ the rows out of it, as measured in a
     sibling's execution (None where not measured)."""
     qtree = work.session.qtree
-    try:
-        sites = lift_sites(node, columns)
-    except LookupError:
-        return None
     for sibling in siblings:
         growth = 1.0
         for relative, _ in sites:
@@ -340,7 +339,7 @@ def _cache_lifted(
         work.lease,
         df=lifted,
     )
-    if not session.options.write_through and cannot_cache_in_action(session) is None:
+    if builds_spark_cache_in_action(session):
         # the user's action computes it on the way to this query's rows: no job of its own
         cached = prepare_cached(
             sub, top, top.path, query_result=False, max_rows=LIFT_MAX_ROWS, refusal=refusal

@@ -132,6 +132,13 @@ def cannot_cache_in_action(session: CrissSession) -> str | None:
     return None
 
 
+def builds_spark_cache_in_action(session: CrissSession) -> bool:
+    """Whether the user's action computes what Criss chose into Spark's cache (neither
+    write-through steps, which write it from the action's own tasks, nor a job of Criss's
+    own)."""
+    return not session.options.write_through and cannot_cache_in_action(session) is None
+
+
 def computed_at(root: PlanNode, node: PlanNode) -> tuple[int, ...]:
     """The path whose plan fills ``node``'s cache: the query's final Sort when ``node`` is
     right under it (the same rows, sorted as the user asked), else ``node``'s own.
