@@ -124,14 +124,15 @@ class CrissSession:
     def _executed(self, finished: FinishedExecution) -> None:
         """Spark ran an action: read its executed plan in the background.
 
-        An action on a DataFrame Criss handed out measures the operators that lacked
-        statistics when it was planned; another action built on one (``count``, ``show``,
-        a write) every operator it ran. Plain Spark queries and Criss's own jobs while
-        planning are not read.
+        An action on a DataFrame Criss handed out measures every operator it computed
+        (the next query waits only for the operators that had no statistics); another
+        action built on one (``count``, ``show``, a write) every operator it ran. Plain
+        Spark queries and Criss's own jobs while planning are not read.
         """
-        wanted = self._watched.pop(finished.execution_id)
-        if wanted is None and self._planning:
+        watched = self._watched.pop(finished.execution_id)
+        if watched is None and self._planning:
             return
+        wanted, unmeasured = (None, None) if watched is None else watched
         self._write_cached(finished)
         self._measure_now()
         writing = frozenset(w.key for w in list(self._writes.values()))
@@ -152,7 +153,7 @@ class CrissSession:
                 return None
             return facts_from_execution(self, finished, ratio, wanted)
 
-        self.learning.harvest_later(read, wanted)
+        self.learning.harvest_later(read, unmeasured)
 
     def _write_cached(self, finished: FinishedExecution) -> None:
         """After any action, write in the background what Spark's cache now holds of the
@@ -188,18 +189,20 @@ class CrissSession:
         self.learning.harvest_later(measure, frozenset())
 
     def _watch(self, planned: DataFrame, record: QueryRecord, caches: list[PendingCache]) -> None:
-        """Remember which operators an action on ``planned`` itself will measure, and which
-        actions run on it (they fill the Spark cache of ``caches``)."""
+        """Remember which operators an action on ``planned`` itself will measure (every one
+        it computes: a Texec measured again replaces a slower one, such as a first run's
+        that compiled the template's code), which of them have no statistics yet, and
+        which actions run on it (they fill the Spark cache of ``caches``)."""
         if self.listener is None:
             return
-        wanted = frozenset(
-            o.fingerprint
-            for o in record.operators
-            if o.looked_up and not o.reused and (o.stats is None or o.stats.texec is None)
+        computed = [o for o in record.operators if o.looked_up and not o.reused]
+        wanted = frozenset(o.fingerprint for o in computed)
+        unmeasured = frozenset(
+            o.fingerprint for o in computed if o.stats is None or o.stats.texec is None
         )
         try:
             action, identity = execution_id(planned), plan_identity(planned)
-            self._watched.put(action, wanted)
+            self._watched.put(action, (wanted, unmeasured))
             self._handed_out.put(identity, True)
             for cached in caches:
                 cached.execution_id, cached.identity = action, identity

@@ -317,16 +317,19 @@ class QTree:
 
     def record_executions(self, statistics: dict[str, tuple[float, int, int]]) -> None:
         """Store (Texec, size, rows) per fingerprint read off an execution that computed the
-        operator in full: its Texec and rows are what really ran, so they replace earlier
-        ones; a size measured by writing the result is kept over the row-based estimate."""
+        operator in full. Its rows replace earlier ones; its Texec replaces a larger one
+        only: the same operator's work does not change between runs, while a run's time
+        does (the first run of a template compiles its code, a busy machine slows a run
+        down), so the fastest run measured is the closest to what computing it costs. A
+        size measured by writing the result is kept over the row-based estimate."""
         self._refuse_if_read_only("record executions")
         with self.db.conn:
             self.db.conn.executemany(
-                "update nodes set texec = ?, rows = ?, size_bytes = case when stats_source = ? "
-                "then size_bytes else ? end, stats_source = coalesce(nullif(stats_source, ?), ?) "
-                "where fingerprint = ?",
+                "update nodes set texec = min(coalesce(texec, ?), ?), rows = ?, "
+                "size_bytes = case when stats_source = ? then size_bytes else ? end, "
+                "stats_source = coalesce(nullif(stats_source, ?), ?) where fingerprint = ?",
                 [
-                    (t, rows, MEASURED, size, EXECUTED_PLAN, EXECUTED_PLAN, fp)
+                    (t, t, rows, MEASURED, size, EXECUTED_PLAN, EXECUTED_PLAN, fp)
                     for fp, (t, size, rows) in statistics.items()
                 ],
             )

@@ -20,6 +20,7 @@ JOINED = """
     where l_shipmode = 'MAIL' and o_orderdate >= date'1995-01-01'
     group by o_orderpriority
 """
+JOINED_HAVING = JOINED + "having count(*) > 0"
 JOIN_ROWS = """
     select count(*) from orders join lineitem on o_orderkey = l_orderkey
     where l_shipmode = 'MAIL' and o_orderdate >= date'1995-01-01'
@@ -56,6 +57,22 @@ def test_statistics_from_metrics_shares_time_and_inherits_rows():
     assert (rows, size) == (400, int(400 * 24 * 0.5))
     assert texec == pytest.approx(5.0 * 7 / 10)
     assert got[top.fingerprint] == (pytest.approx(5.0), int(7 * 24 * 0.5), 7)
+
+
+def test_an_operator_twice_in_one_plan_keeps_the_time_of_the_instance_that_did_the_work():
+    # TPC-H Q11: the same join feeds the query and its subquery; Spark computes it once
+    # and the second instance reads that exchange again, with almost no task time
+    scan_a, scan_b = _node("Relation", (0, 0)), _node("Relation", (1, 0))
+    first = _node("Join", (0,), scan_a).with_(fingerprint="join")
+    second = _node("Join", (1,), scan_b).with_(fingerprint="join")
+    root = _node("Join", (), first, second)
+    metrics = {
+        (0,): OperatorMetrics(rows=100, task_seconds=3.0, row_width=8),
+        (1,): OperatorMetrics(rows=100, task_seconds=0.01, row_width=8),
+        (): OperatorMetrics(rows=5, task_seconds=1.0, row_width=8),
+    }
+    got = statistics_from_metrics(root, metrics, {"join"}, wall=2.0, parquet_ratio=1.0)
+    assert got["join"][0] == pytest.approx(2.0 * 3.0 / 4.01)
 
 
 def test_statistics_from_metrics_without_task_time_is_empty():
@@ -115,7 +132,51 @@ def test_an_execution_updates_texec_and_rows_but_keeps_a_size_measured_by_a_writ
         qtree.close()
 
 
+def test_a_texec_measured_again_replaces_a_larger_one_only(tmp_path):
+    """The same operator does the same work on every run; a slower run (the first of a
+    template compiles its code, a busy machine) says nothing of what computing it costs."""
+    from criss.qtree import QTree
+
+    qtree = QTree(tmp_path / "catalog.db")
+    try:
+        node = _node("Filter", (), _node("Relation", (0,)))
+        qtree.observe(node)
+        for texec, rows in ((0.9, 70), (0.3, 71), (0.6, 72)):
+            qtree.record_executions({node.fingerprint: (texec, 700, rows)})
+        stats = qtree.get(node.fingerprint)
+        assert (stats.texec, stats.rows) == (0.3, 72)
+    finally:
+        qtree.close()
+
+
 SHIP = JOINED.replace("'MAIL'", "'SHIP'")
+
+
+@pytest.mark.spark
+def test_an_operator_measured_before_is_measured_again_by_every_action_computing_it(tpch, tmp_path):
+    """Texec measured once, on a slow run, would stay wrong for good: every action that
+    computes an operator measures it again, and the faster measurement is kept."""
+    cs = criss.session(tpch, home=str(tmp_path / "h"), reuse_scope="results", lift_aggregates=False)
+    try:
+        cs.sql(JOINED).collect()
+        aggregate = next(
+            n
+            for n in cs.canonical_tree(cs.bridge.capture(tpch.sql(JOINED))).walk()
+            if n.op == "Aggregate"
+        )
+        cs.report()  # the statistics read in the background are in
+        measured = cs.qtree.get(aggregate.fingerprint)
+        assert 0 < measured.texec < 100  # measured by writing it, as the query's result
+        # as if the first run had been a slow one
+        cs.qtree.record_stats(aggregate.fingerprint, texec=100.0, size_bytes=10**6, rows=1)
+        df = cs.sql(JOINED_HAVING)  # computes the same aggregate under its own result
+        assert_same_rows(df.collect(), tpch.sql(JOINED_HAVING).collect())
+        cs.report()
+        again = cs.qtree.get(aggregate.fingerprint)
+        assert 0 < again.texec < 100
+        assert again.rows == measured.rows  # the rows of the run that measured it
+    finally:
+        cs.close()
 
 
 def _orders_side_line(cs, tpch, expected, keep_open=False, **stats) -> str:

@@ -82,14 +82,14 @@ def _learn_from_execution(
 ) -> None:
     """Statistics for the operators under ``node`` that ran in its job but were not stored.
 
-    The paper collects statistics only where they are missing; writing an operator just
+    The paper collects statistics where they are missing; writing an operator just
     to measure it costs more than it saves for big intermediates. Instead each one gets
     its rows from the executed plan's metrics, Texec as its share of the job's measured
     time (by the task time of its physical operators) and size as rows × row width ×
     the learned Parquet ratio, recorded as source "executed plan" (a real write later
     replaces them). Read in the background: the next query waits for it.
     """
-    wanted = unmeasured_below(work, node)
+    wanted = computed_below(work, node)
     if not wanted:
         return
     session = work.session
@@ -118,6 +118,17 @@ def unmeasured_below(work: Workspace, node: PlanNode) -> frozenset[str]:
         and storable(n)
         and n.fingerprint in observations
         and not observations[n.fingerprint].stats.has_stats
+    )
+
+
+def computed_below(work: Workspace, node: PlanNode) -> frozenset[str]:
+    """The storable operators under ``node`` that this query matched and computes: its
+    run measures each, again if measured before (the fastest run measured is kept)."""
+    observations = work.matched.observations
+    return frozenset(
+        n.fingerprint
+        for n in node.walk()
+        if n is not node and storable(n) and n.fingerprint in observations
     )
 
 

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
 from criss.planner.learning import ExecutionFacts
-from criss.planner.materialize import query_result_input, result_statistics, unmeasured_below
+from criss.planner.materialize import (
+    computed_below,
+    query_result_input,
+    result_statistics,
+    unmeasured_below,
+)
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
 from criss.qtree.plan import PlanNode
@@ -51,8 +56,11 @@ class PendingCache:
     prepare_seconds: float
     #: Paths the query served from the cache (their table bytes were not read).
     served: tuple[tuple[int, ...], ...]
-    #: Operators under it that lack statistics: the executed plan gives them some.
+    #: Operators under it that lack statistics: the next query that has one of them
+    #: waits for the executed plan to give them some.
     unmeasured: frozenset[str]
+    #: Operators under it that the action computes: the executed plan measures each.
+    computed: frozenset[str] = frozenset()
     #: Input bytes the query read for it, when it is the query's result (None otherwise):
     #: its size once written teaches the result bytes per input byte.
     scanned: int | None = None
@@ -180,6 +188,7 @@ def prepare_cached(
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
         unmeasured=unmeasured_below(work, node),
+        computed=computed_below(work, node),
         scanned=scanned,
         record=work.record,
         max_rows=max_rows,
@@ -238,10 +247,10 @@ def write_cached(
         writes.append(CachedWrite(item.token, staged, indices, action_seconds, on_driver, seconds))
         if len(item.written) == count:
             item.cached.unpersist()  # its files hold it now: free Spark's memory at once
-        if len(indices) == count and item.unmeasured:
+        if len(indices) == count and item.computed:
             texec = item.texec(action_seconds)
             statistics.update(
-                result_statistics(session, item.cached, item.unmeasured, texec, parquet_ratio)
+                result_statistics(session, item.cached, item.computed, texec, parquet_ratio)
             )
     if not writes:
         return None
