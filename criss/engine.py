@@ -46,6 +46,7 @@ from criss.planner.writethrough import PendingWrite, commit_written  # noqa: TC0
 from criss.policies import get_policy
 from criss.qtree import QTree, canonicalize, fingerprint_tree
 from criss.qtree.canonical import RULES, mark_python_udfs
+from criss.qtree.executed import PlannedQuery
 from criss.qtree.plan import PlanNode
 from criss.recent import RecentItems
 from criss.report import Report
@@ -132,7 +133,7 @@ class CrissSession:
         watched = self._watched.pop(finished.execution_id)
         if watched is None and self._planning:
             return
-        wanted, unmeasured = (None, None) if watched is None else watched
+        wanted, unmeasured, planned = (None, None, None) if watched is None else watched
         self._write_cached(finished)
         self._measure_now()
         writing = frozenset(w.key for w in list(self._writes.values()))
@@ -151,7 +152,7 @@ class CrissSession:
         def read(ratio: float) -> ExecutionFacts | None:
             if wanted is None and not finished.built_on(self.bridge, handed_out):
                 return None
-            return facts_from_execution(self, finished, ratio, wanted)
+            return facts_from_execution(self, finished, ratio, wanted, planned)
 
         self.learning.harvest_later(read, unmeasured)
 
@@ -200,9 +201,11 @@ class CrissSession:
         unmeasured = frozenset(
             o.fingerprint for o in computed if o.stats is None or o.stats.texec is None
         )
+        served = frozenset(o.path for o in record.operators if o.reused)
+        shape = PlannedQuery({o.path: (o.fingerprint, o.op) for o in record.operators}, served)
         try:
             action, identity = execution_id(planned), plan_identity(planned)
-            self._watched.put(action, (wanted, unmeasured))
+            self._watched.put(action, (wanted, unmeasured, shape.below(())))
             self._handed_out.put(identity, True)
             for cached in caches:
                 cached.execution_id, cached.identity = action, identity

@@ -329,3 +329,63 @@ def test_an_aggregate_under_a_having_is_credited_with_its_final_stage(spark, tmp
         aggregate, outer = cs.qtree.get(grouped.fingerprint), cs.qtree.get(tree.fingerprint)
         assert aggregate.stats_source == EXECUTED_PLAN and aggregate.texec > 0
         assert aggregate.texec == pytest.approx(outer.texec, rel=0.1)
+
+
+def test_operators_above_a_served_subtree_stand_in_for_their_planned_fingerprints():
+    from criss.qtree.executed import planned_query, standing_in
+
+    def tree(scan_fp: str, top_fp: str = "top-exec") -> PlanNode:
+        scan = _node("Relation", (0, 0)).with_(fingerprint=scan_fp)
+        other = _node("Relation", (0, 1)).with_(fingerprint="dim")
+        join = _node("Join", (0,), scan, other).with_(fingerprint="join-" + scan_fp)
+        return _node("Filter", (), join).with_(fingerprint=top_fp)
+
+    query = tree("facts", "top")
+    planned = planned_query(query, [(0, 0)])  # the cache served the facts side
+    executed = tree("cached-read")  # a read of the cached rows in its place
+    assert standing_in(executed, planned) == {(0,): "join-facts", (): "top"}
+    # where the plan's shape changed above the read, only the root stands in (the result)
+    changed = executed.with_(children=(executed.children[0].with_(op="Aggregate"),))
+    assert standing_in(changed, planned) == {(): "top"}
+    # as where the join's other input differs (not the same rows)
+    other = tree("cached-read")
+    join = other.children[0]
+    differs = other.with_(
+        children=(join.with_(children=(join.children[0], join.children[1].with_(fingerprint="x"))),)
+    )
+    assert standing_in(differs, planned) == {(): "top"}
+    # a result read whole computes nothing
+    assert standing_in(_node("Relation", ()), planned_query(query, [()])) == {}
+    assert planned_query(query, []) is None
+
+
+@pytest.mark.spark
+def test_an_operator_above_a_served_subtree_is_measured_by_the_action(tpch, tmp_path):
+    """A query that reads a cached operator runs another plan above it: its own operators
+    there are measured all the same (they used to stay without statistics, and be cached
+    "to collect statistics" when they recurred)."""
+    cs = criss.session(
+        tpch,
+        home=str(tmp_path / "h"),
+        eager_results=False,
+        lift_aggregates=False,
+        # Spark reads the cached files: a small entry read on the driver would have the
+        # HAVING folded into a local relation by Spark's optimizer, and nothing to measure
+        local_read_bytes=0,
+    )
+    try:
+        for _ in range(2):  # measured, then cached as a result seen twice
+            cs.sql(JOINED).collect()
+        cs.report()
+        assert cs.report()["counters"].get("operators_cached", 0) >= 1
+        df = cs.sql(JOINED_HAVING)  # the cached aggregate under a HAVING
+        assert_same_rows(df.collect(), tpch.sql(JOINED_HAVING).collect())
+        assert cs.last_query_summary().get("operators_reused") == 1
+        cs.report()
+        tree = cs.canonical_tree(cs.bridge.capture(tpch.sql(JOINED_HAVING)))
+        stats = cs.qtree.get(tree.fingerprint)
+        assert tree.op == "Filter" and stats is not None
+        assert stats.stats_source == EXECUTED_PLAN and stats.texec > 0
+        assert stats.rows == tpch.sql(JOINED_HAVING).count()
+    finally:
+        cs.close()

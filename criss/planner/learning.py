@@ -9,12 +9,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from criss.policies.decisions import stages_of
+from criss.qtree.executed import PlannedQuery, standing_in
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.tree import QTree
@@ -339,12 +340,16 @@ def statistics_from_metrics(
     wanted: set[str],
     wall: float,
     parquet_ratio: float,
+    standing_in: Mapping[tuple[int, ...], str] | None = None,
 ) -> dict[str, tuple[float, int, int]]:
-    """(Texec, size, rows) of the ``wanted`` operators of an executed ``tree``.
+    """(Texec, size, rows) of the ``wanted`` operators of an executed ``tree``, by their
+    fingerprint, or by the planned one of the operator they stand in for, by path
+    (``standing_in``: criss.qtree.executed).
 
     Texec is the operator's subtree's share of the job's ``wall`` seconds by task time;
     size is rows × default row width × the Parquet ratio; a Project has its input's rows.
     """
+    standing_in = standing_in or {}
     total = sum(m.task_seconds for m in metrics.values())
     if total <= 0:
         return {}
@@ -359,18 +364,19 @@ def statistics_from_metrics(
 
     estimates = {}
     for n in tree.walk():
-        rows = rows_of(n) if n.fingerprint in wanted and n.path in metrics else None
+        fingerprint = standing_in.get(n.path, n.fingerprint)
+        rows = rows_of(n) if fingerprint in wanted and n.path in metrics else None
         if rows is None:
             continue
         depth = len(n.path)
         inside = sum(m.task_seconds for p, m in metrics.items() if p[:depth] == n.path)
         size = rows * metrics[n.path].row_width * parquet_ratio
         texec = wall * inside / total
-        known = estimates.get(n.fingerprint)
+        known = estimates.get(fingerprint)
         # an operator twice in one plan (TPC-H Q11's subquery) may be computed once and
         # reused by Spark the second time: the instance that did the work counts
         if known is None or texec > known[0]:
-            estimates[n.fingerprint] = (texec, int(size), rows)
+            estimates[fingerprint] = (texec, int(size), rows)
     return estimates
 
 
@@ -379,24 +385,28 @@ def facts_from_execution(
     finished: FinishedExecution,
     parquet_ratio: float,
     wanted: Collection[str] | None = None,
+    planned: PlannedQuery | None = None,
 ) -> ExecutionFacts | None:
     """What a finished action taught: statistics of every operator it computed in full
-    (only of ``wanted`` fingerprints, if given), and its totals for the learned rates.
-    None for Criss's own writes of a computed result (a scan of an RDD: nothing the QTree
-    knows)."""
+    (only of ``wanted`` fingerprints, if given; those above what the cache served under
+    their ``planned`` fingerprints), and its totals for the learned rates. None for
+    Criss's own writes of a computed result (a scan of an RDD: nothing the QTree knows)."""
     captured, metrics = finished.statistics(session.bridge)
     tree = session.canonical_tree(captured)
     if any(leaf.op in ("LogicalRDD", "InMemoryRelation") for leaf in tree.leaves()):
         return None
     partial = _read_partially(tree)
+    renamed = {} if planned is None else standing_in(tree, planned)
     wanted = {
-        n.fingerprint
+        renamed.get(n.path, n.fingerprint)
         for n in tree.walk()
         if storable(n)
-        and (wanted is None or n.fingerprint in wanted)
+        and (wanted is None or renamed.get(n.path, n.fingerprint) in wanted)
         and not any(n.path[: len(p)] == p for p in partial)
     }
-    statistics = statistics_from_metrics(tree, metrics, wanted, finished.seconds, parquet_ratio)
+    statistics = statistics_from_metrics(
+        tree, metrics, wanted, finished.seconds, parquet_ratio, renamed
+    )
     result = result_node(tree)
     known = statistics.get(result.fingerprint)
     return ExecutionFacts(

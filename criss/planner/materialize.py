@@ -15,6 +15,7 @@ from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
 from criss.planner.learning import ExecutionFacts, statistics_from_metrics
 from criss.planner.workspace import Workspace
+from criss.qtree.executed import PlannedQuery, planned_query, standing_in
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable
 from criss.storage.catalog import EntryRecord
@@ -94,8 +95,12 @@ def _learn_from_execution(
         return
     session = work.session
 
+    planned = planned_below(work, node)
+
     def read(parquet_ratio: float) -> ExecutionFacts:
-        return ExecutionFacts(result_statistics(session, result, wanted, wall, parquet_ratio))
+        return ExecutionFacts(
+            result_statistics(session, result, wanted, wall, parquet_ratio, planned)
+        )
 
     session.learning.harvest_later(read)
 
@@ -138,10 +143,19 @@ def result_statistics(
     wanted: Collection[str],
     wall: float,
     parquet_ratio: float,
+    planned: PlannedQuery | None = None,
 ) -> dict[str, tuple[float, int, int]]:
-    """Statistics of ``wanted`` operators off the physical operators ``result`` ran."""
+    """Statistics of ``wanted`` operators off the physical operators ``result`` ran (those
+    above what the cache served under their ``planned`` fingerprints)."""
     metrics = result.operator_metrics()
     # the plan and file listings it ran with: no second optimization, no re-listing
     captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
     executed = session.canonical_tree(captured)
-    return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio)
+    renamed = None if planned is None else standing_in(executed, planned)
+    return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio, renamed)
+
+
+def planned_below(work: Workspace, node: PlanNode) -> PlannedQuery | None:
+    """The query's operators under ``node`` as planned and the paths the cache served
+    there, from ``node`` (None when it served nothing there)."""
+    return planned_query(node, work.served)

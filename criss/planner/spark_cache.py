@@ -27,12 +27,14 @@ from criss.bridge.spark_cache import CachedResult
 from criss.planner.learning import ExecutionFacts
 from criss.planner.materialize import (
     computed_below,
+    planned_below,
     query_result_input,
     result_statistics,
     unmeasured_below,
 )
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
+from criss.qtree.executed import PlannedQuery
 from criss.qtree.plan import PlanNode
 from criss.storage.staging import Staged
 
@@ -61,6 +63,9 @@ class PendingCache:
     unmeasured: frozenset[str]
     #: Operators under it that the action computes: the executed plan measures each.
     computed: frozenset[str] = frozenset()
+    #: The query's operators under it as planned, where the cache served some of them
+    #: (those above are measured under their planned fingerprints).
+    planned: PlannedQuery | None = None
     #: Input bytes the query read for it, when it is the query's result (None otherwise):
     #: its size once written teaches the result bytes per input byte.
     scanned: int | None = None
@@ -189,6 +194,7 @@ def prepare_cached(
         served=tuple(work.replacements),
         unmeasured=unmeasured_below(work, node),
         computed=computed_below(work, node),
+        planned=planned_below(work, node),
         scanned=scanned,
         record=work.record,
         max_rows=max_rows,
@@ -250,7 +256,9 @@ def write_cached(
         if len(indices) == count and item.computed:
             texec = item.texec(action_seconds)
             statistics.update(
-                result_statistics(session, item.cached, item.computed, texec, parquet_ratio)
+                result_statistics(
+                    session, item.cached, item.computed, texec, parquet_ratio, item.planned
+                )
             )
     if not writes:
         return None
