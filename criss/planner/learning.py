@@ -340,16 +340,16 @@ def statistics_from_metrics(
     wanted: set[str],
     wall: float,
     parquet_ratio: float,
-    standing_in: Mapping[tuple[int, ...], str] | None = None,
+    stand_ins: Mapping[tuple[int, ...], str] | None = None,
 ) -> dict[str, tuple[float, int, int]]:
     """(Texec, size, rows) of the ``wanted`` operators of an executed ``tree``, by their
     fingerprint, or by the planned one of the operator they stand in for, by path
-    (``standing_in``: criss.qtree.executed).
+    (``stand_ins``: criss.qtree.executed.standing_in).
 
     Texec is the operator's subtree's share of the job's ``wall`` seconds by task time;
     size is rows × default row width × the Parquet ratio; a Project has its input's rows.
     """
-    standing_in = standing_in or {}
+    stand_ins = stand_ins or {}
     total = sum(m.task_seconds for m in metrics.values())
     if total <= 0:
         return {}
@@ -364,7 +364,7 @@ def statistics_from_metrics(
 
     estimates = {}
     for n in tree.walk():
-        fingerprint = standing_in.get(n.path, n.fingerprint)
+        fingerprint = stand_ins.get(n.path, n.fingerprint)
         rows = rows_of(n) if fingerprint in wanted and n.path in metrics else None
         if rows is None:
             continue

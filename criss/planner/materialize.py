@@ -88,7 +88,7 @@ def _learn_from_execution(
     its rows from the executed plan's metrics, Texec as its share of the job's measured
     time (by the task time of its physical operators) and size as rows × row width ×
     the learned Parquet ratio, recorded as source "executed plan" (a real write later
-    replaces them). Read in the background: the next query waits for it.
+    replaces them; a faster run later, the Texec). Read in the background.
     """
     wanted = computed_below(work, node)
     if not wanted:
