@@ -202,10 +202,14 @@ class CrissSession:
             o.fingerprint for o in computed if o.stats is None or o.stats.texec is None
         )
         served = frozenset(o.path for o in record.operators if o.reused)
-        shape = PlannedQuery({o.path: (o.fingerprint, o.op) for o in record.operators}, served)
+        shape = (
+            PlannedQuery({o.path: (o.fingerprint, o.op) for o in record.operators}, served)
+            if served
+            else None
+        )
         try:
             action, identity = execution_id(planned), plan_identity(planned)
-            self._watched.put(action, (wanted, unmeasured, shape.below(())))
+            self._watched.put(action, (wanted, unmeasured, shape))
             self._handed_out.put(identity, True)
             for cached in caches:
                 cached.execution_id, cached.identity = action, identity

@@ -18,6 +18,7 @@ below, the cost a decision to cache it weighs against reading it back.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
@@ -63,6 +64,7 @@ def standing_in(executed: PlanNode, planned: PlannedQuery) -> dict[Path, str]:
     """The planned fingerprint of each executed operator above a served subtree that stands
     in for it, by path (see the module's doc)."""
     above = {p[:i] for p in planned.served for i in range(len(p))}
+    children = Counter(p[:-1] for p in planned.operators if p)
     found: dict[Path, str] = {}
 
     def same_rows(node: PlanNode) -> bool:
@@ -74,10 +76,7 @@ def standing_in(executed: PlanNode, planned: PlannedQuery) -> dict[Path, str]:
         fingerprint, op = known
         if node.path not in above:
             return node.fingerprint == fingerprint
-        children = sum(
-            1 for p in planned.operators if len(p) == len(node.path) + 1 and p[:-1] == node.path
-        )
-        if node.op != op or len(node.children) != children:
+        if node.op != op or len(node.children) != children[node.path]:
             return False
         # every child is checked (no short cut): each stand-in below is recorded too
         if all([same_rows(child) for child in node.children]):

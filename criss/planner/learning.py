@@ -397,13 +397,12 @@ def facts_from_execution(
         return None
     partial = _read_partially(tree)
     renamed = {} if planned is None else standing_in(tree, planned)
-    wanted = {
+    computed = {
         renamed.get(n.path, n.fingerprint)
         for n in tree.walk()
-        if storable(n)
-        and (wanted is None or renamed.get(n.path, n.fingerprint) in wanted)
-        and not any(n.path[: len(p)] == p for p in partial)
+        if storable(n) and not any(n.path[: len(p)] == p for p in partial)
     }
+    wanted = computed if wanted is None else computed.intersection(wanted)
     statistics = statistics_from_metrics(
         tree, metrics, wanted, finished.seconds, parquet_ratio, renamed
     )

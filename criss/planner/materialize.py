@@ -113,17 +113,10 @@ def query_result_input(work: Workspace, node: PlanNode) -> int | None:
     return node.scanned_bytes_outside(work.served)
 
 
-def unmeasured_below(work: Workspace, node: PlanNode) -> frozenset[str]:
-    """The storable operators under ``node`` that this query matched without statistics."""
+def unmeasured(work: Workspace, fingerprints: frozenset[str]) -> frozenset[str]:
+    """Those of ``fingerprints`` (matched by this query) that had no statistics."""
     observations = work.matched.observations
-    return frozenset(
-        n.fingerprint
-        for n in node.walk()
-        if n is not node
-        and storable(n)
-        and n.fingerprint in observations
-        and not observations[n.fingerprint].stats.has_stats
-    )
+    return frozenset(fp for fp in fingerprints if not observations[fp].stats.has_stats)
 
 
 def computed_below(work: Workspace, node: PlanNode) -> frozenset[str]:

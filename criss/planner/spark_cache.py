@@ -30,7 +30,7 @@ from criss.planner.materialize import (
     planned_below,
     query_result_input,
     result_statistics,
-    unmeasured_below,
+    unmeasured,
 )
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
@@ -185,6 +185,7 @@ def prepare_cached(
         cached = CachedResult(work.session.bridge, work.frame_at(at), f"criss-{token}")
     work.counters["operators_cached_in_action"] += 1
     scanned = query_result_input(work, node) if query_result else None
+    computed = computed_below(work, node)
     pending = PendingCache(
         token=token,
         key=node.fingerprint,
@@ -192,8 +193,8 @@ def prepare_cached(
         cached=cached,
         prepare_seconds=time.perf_counter() - started,
         served=tuple(work.replacements),
-        unmeasured=unmeasured_below(work, node),
-        computed=computed_below(work, node),
+        unmeasured=unmeasured(work, computed),
+        computed=computed,
         planned=planned_below(work, node),
         scanned=scanned,
         record=work.record,
