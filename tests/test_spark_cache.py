@@ -94,6 +94,41 @@ def test_an_ordered_first_seen_result_is_cached_by_plain_sparks_own_plan(tpch, t
         cs.close()
 
 
+def test_the_cache_relation_stands_in_for_its_operator_with_the_operators_own_columns(
+    tpch, tmp_path
+):
+    """The relation of Spark's cache is built over the operator's own plan and outputs its
+    attributes: the plan handed out reads it in the operator's place, with no Project of
+    aliases restoring names and exprIds (one JVM call instead of several per column). An
+    operator with other attributes (the same statement analysed again) gets them restored."""
+    cs = criss.session(tpch, home=str(tmp_path / "h"))
+    try:
+        df = cs.sql(GROUPED)
+        assert "by its action (Spark's cache)" in cs.explain(df)
+        handed_out = df._jdf.queryExecution().logical()
+        assert handed_out.getClass().getSimpleName() == "InMemoryRelation", handed_out
+        plain = tpch.sql(GROUPED)
+        assert df.columns == plain.columns
+        assert_same_rows(df.collect(), plain.collect())
+
+        cached = CachedResult(cs.bridge, tpch.sql(GROUPED), "criss-test-other-attributes")
+        try:
+            other = tpch.sql(GROUPED)._jdf.queryExecution().optimizedPlan()
+            renamed = cached.plan_for(other)
+            assert renamed.getClass().getSimpleName() == "Project"
+            assert [str(a) for a in _attributes(renamed)] == [str(a) for a in _attributes(other)]
+            assert_same_rows(cs.bridge.dataframe_of(renamed).collect(), plain.collect())
+        finally:
+            cached.unpersist()
+    finally:
+        cs.close()
+
+
+def _attributes(plan):
+    output = plan.output()
+    return [output.apply(i) for i in range(output.size())]
+
+
 def test_show_leaves_a_partial_bitmap_that_the_next_query_completes(tpch, tmp_path, no_coalescing):
     cs = criss.session(tpch, home=str(tmp_path / "h"))
     try:

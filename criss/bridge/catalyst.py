@@ -6,6 +6,7 @@ that job: capture, rewrite, execution, joins, Bloom filters.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.bloom import BloomLiterals
@@ -72,6 +73,13 @@ class CatalystBridge:
         if found is None:
             found = self._statics[name] = jvm_class(self.jvm, name)
         return found
+
+    @cached_property
+    def memory_and_disk(self) -> Any:
+        """The JVM's ``StorageLevel.MEMORY_AND_DISK``, made once (a few JVM calls each time)."""
+        from pyspark import StorageLevel
+
+        return self.spark.sparkContext._getJavaStorageLevel(StorageLevel.MEMORY_AND_DISK)
 
     def seq(self, items: list[Any]) -> Any:
         """A Scala Seq from a Python list."""

@@ -57,13 +57,13 @@ class CachedResult(ResultColumns):
 
     @jvm_errors("put the result in Spark's cache")
     def __init__(self, bridge: CatalystBridge, df: DataFrame, name: str) -> None:
-        from pyspark import StorageLevel
-
         super().__init__(bridge, df)
         self._query_execution = query_execution(df)
-        level = bridge.spark.sparkContext._getJavaStorageLevel(StorageLevel.MEMORY_AND_DISK)
+        level = bridge.memory_and_disk
         relations = bridge.static(IN_MEMORY_RELATIONS)
-        planned = relations.apply(level, self._query_execution, bridge.jvm.scala.Option.apply(name))
+        planned = relations.apply(
+            level, self._query_execution, bridge.static("scala.Option.apply")(name)
+        )
         # Spark plans a query reading an adaptive cached plan adaptively too, and an adaptive
         # plan computes every partition of a cache before reading any (a table cache query
         # stage): a show() would compute the whole result. Behind a pass-through step the
@@ -77,7 +77,7 @@ class CachedResult(ResultColumns):
         )
         builder = built.copy(
             built.serializer(),
-            built.storageLevel(),
+            level,
             bridge.static("org.apache.spark.sql.execution.InputAdapter")(built.cachedPlan()),
             built.tableName(),
             built.logicalPlan(),
@@ -138,9 +138,13 @@ class CachedResult(ResultColumns):
 
     @jvm_errors("read the result from Spark's cache")
     def plan_for(self, original: Any) -> Any:
-        """A plan reading the cached result with ``original``'s attributes (names, exprIds)."""
+        """A plan reading the cached result with ``original``'s attributes (names, exprIds):
+        the relation itself where it already outputs them (it was built over ``original``'s
+        own plan: one JVM call instead of several per column)."""
         bridge = self.bridge
         new_attrs, old_attrs = self._relation.output(), original.output()
+        if new_attrs.equals(old_attrs):
+            return self._relation
         aliases = [
             bridge.alias_as(new_attrs.apply(i), old_attrs.apply(i)) for i in range(old_attrs.size())
         ]
