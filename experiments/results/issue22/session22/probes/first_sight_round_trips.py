@@ -1,5 +1,5 @@
 """Probe (session 22): what ``cs.sql()`` costs a first-seen TPC-H statement, in seconds and
-in py4j round trips, beside Spark's own parsing, analysing, optimizing and physical
+in JVM round trips, beside Spark's own parsing, analysing, optimizing and physical
 planning of another fresh statement of the same template.
 
 Rounds of the 22 templates with fresh parameters (the first round not counted; statements
@@ -16,24 +16,16 @@ import sys
 import tempfile
 import time
 
-import py4j.clientserver
-
 import criss
+from criss.bridge.plans import query_execution
+from criss.bridge.roundtrips import RoundTripCounter
 from criss.sparksession import local_spark
 from criss.workload.tpch import queries as tpch
 from criss.workload.tpch.data import register_views
 
-CALLS = [0]
-_SEND = py4j.clientserver.ClientServerConnection.send_command
-
-
-def _counted(connection, command):
-    CALLS[0] += 1
-    return _SEND(connection, command)
-
 
 def main(data_dir: str, rounds: int, label: str) -> None:
-    py4j.clientserver.ClientServerConnection.send_command = _counted
+    counter = RoundTripCounter()
     spark = local_spark(app_name="first-sight-round-trips")
     register_views(spark, data_dir)
     cs = criss.session(spark, home=tempfile.mkdtemp(prefix="first-plan-"))
@@ -42,11 +34,14 @@ def main(data_dir: str, rounds: int, label: str) -> None:
     for round_ in range(rounds):
         for qid in tpch.QUERY_IDS:
             started = time.perf_counter()
-            _fresh(qid, rng, spark)._jdf.queryExecution().executedPlan()
+            query_execution(_fresh(qid, rng, spark)).executedPlan()
             spark_own = time.perf_counter() - started
-            calls, started = CALLS[0], time.perf_counter()
+            calls, started = sum(counter.calls.values()), time.perf_counter()
+            counter.active = True
             df = cs.sql(tpch.variant_statement(qid, "orig", tpch.random_params(qid, rng, 1)).sql)
-            seconds, calls = time.perf_counter() - started, CALLS[0] - calls
+            counter.active = False
+            seconds = time.perf_counter() - started
+            calls = sum(counter.calls.values()) - calls
             df.collect()
             cs.settle_harvests()
             summary = cs.last_query_summary()
@@ -59,7 +54,7 @@ def main(data_dir: str, rounds: int, label: str) -> None:
                 "label": label,
                 "statements": count,
                 "criss_sql_ms": round(1000 * sum(r[0] for r in rows) / count, 1),
-                "py4j_calls": round(sum(r[1] for r in rows) / count, 1),
+                "jvm_round_trips": round(sum(r[1] for r in rows) / count, 1),
                 "spark_own_ms": round(1000 * sum(r[2] for r in rows) / count, 1),
                 "cached": sum(r[3] for r in rows),
             }
