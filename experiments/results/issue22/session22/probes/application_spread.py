@@ -1,8 +1,8 @@
 """Probe (session 22): how far Spark applications running the same plans differ.
 
 Three applications replay one stream as ``criss replay --isolation application`` does
-(each mode in a child process with a Spark application of its own, every order of the
-modes in turn, an idle machine before each timed statement, after each application's
+(each mode in a child process with a Spark application of its own, the modes in
+``run_order``, an idle machine before each timed statement, after each application's
 warm-up): two plain Spark ones and one with Criss disabled (``enabled=False``: its
 listener registered, nothing planned). Found (SF 1, Zipf-QS seed 23, 60 queries): the
 two plain applications 113.77 s and 113.85 s, the disabled-Criss one 105.55 s (median
@@ -13,7 +13,6 @@ off:enabled=false`` an hour earlier: 112.7 s against plain's 107.8 s (1.077x).
         data/tpch/sf1 23 application-spread-zipf-sf1-60-seed23.json
 """
 
-import itertools
 import json
 import statistics
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from criss.workload.applications import ApplicationPlayer
 from criss.workload.idle import wait_for_idle
-from criss.workload.replay import ReplayConfig
+from criss.workload.replay import ReplayConfig, run_order
 
 
 def main(data_dir: str, seed: int, out: str) -> None:
@@ -48,10 +47,9 @@ def main(data_dir: str, seed: int, out: str) -> None:
         player.describe()
     for player in players.values():
         player.warm_up(None)
-    orders = list(itertools.permutations(players))
     runs: dict[str, list[dict]] = {k: [] for k in players}
     for item in stream:
-        for key in orders[item.position % len(orders)]:
+        for key in run_order(tuple(players), item.position):
             wait_for_idle(3.0)
             runs[key].append(players[key].run(item))
     for player in players.values():
