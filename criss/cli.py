@@ -170,6 +170,15 @@ def datagen(benchmark: str, sf: float, data_dir: Path | None) -> None:
     "another compiled; session: all modes on one SparkSession; auto: application on a "
     "local master, session on a cluster (whose cores go to the first application).",
 )
+@click.option(
+    "--replicas",
+    type=click.IntRange(1, 4),
+    default=1,
+    show_default=True,
+    help="Spark applications per mode (with application isolation): two applications "
+    "running the same plans differ by several percent, so telling modes apart by less "
+    "needs more than one of each; the further ones are modes MODE#2, MODE#3, ...",
+)
 @idle_wait_option
 @click.option("--quiet", is_flag=True, help="No progress bar or per-query table.")
 @_library_errors
@@ -190,6 +199,7 @@ def replay(
     warmup: bool,
     variant_specs: tuple[str, ...],
     isolation: str,
+    replicas: int,
     idle_wait: float,
     quiet: bool,
 ) -> None:
@@ -216,8 +226,9 @@ def replay(
         master=master,
         spark_conf=_parse_conf(conf_pairs),
         idle_wait=idle_wait,
+        replicas=replicas,
     )
-    with ReplayProgress(n_queries, modes, enabled=not quiet) as progress:
+    with ReplayProgress(n_queries, config.modes, enabled=not quiet) as progress:
         spark = _replay_spark(config, progress.console if not quiet else None)
         result = run_replay(spark, config, on_query=progress.update, on_warmup=progress.warmup)
     print_replay_summary(result, per_query=not quiet)

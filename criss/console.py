@@ -187,8 +187,10 @@ def print_replay_summary(result: dict[str, Any], *, per_query: bool = True) -> N
 
 def _per_query_table(result: dict[str, Any]) -> Table:
     """One row per statement: its time in every mode and what each Criss mode did with it."""
+    from criss.workload.replay import is_plain
+
     modes = result["modes"]
-    criss_modes = [m for m in modes if m != "spark"]
+    criss_modes = [m for m in modes if not is_plain(m)]
     table = Table(title=f"{result['stream']} stream, SF{result['sf']:g}, seed {result['seed']}")
     table.add_column("#", justify="right")
     table.add_column("query")

@@ -10,7 +10,13 @@ import pytest
 
 import criss
 from criss.errors import WorkloadError
-from criss.workload.replay import ReplayConfig, run_order, run_replay, warm_up_criss
+from criss.workload.replay import (
+    CRISS_WARMUP_STATEMENTS,
+    ReplayConfig,
+    run_order,
+    run_replay,
+    warm_up_criss,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -46,6 +52,10 @@ def test_variants_run_side_by_side_with_their_own_options(tpch, tpch_dir, tmp_pa
         # every mode's JVM collection time is counted per statement, plain Spark's too
         assert all(modes[m]["queries"][position]["jvm_gc_seconds"] >= 0 for m in config.modes)
     assert sum(q["jvm_gc_seconds"] for m in config.modes for q in modes[m]["queries"]) > 0
+    # and the stage classes each statement compiled (in one JVM, whichever mode runs a
+    # statement first compiles most of what the others find compiled)
+    assert all(q["classes_compiled"] >= 0 for m in config.modes for q in modes[m]["queries"])
+    assert sum(q["classes_compiled"] for m in config.modes for q in modes[m]["queries"]) > 0
 
 
 @pytest.mark.parametrize("count", [2, 3, 4])
@@ -75,9 +85,10 @@ def test_unknown_modes_and_badly_named_variants_are_refused():
         ReplayConfig(modes=("spark", "fast"), variants={"fast": {}})
 
 
-def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, spark):
-    """No mode runs on classes another mode compiled: each has its JVM, and still every
-    statement's rows equal plain Spark's and Criss reuses what it cached."""
+def test_each_mode_plays_in_spark_applications_of_its_own(tpch_dir, tmp_path, spark):
+    """No mode runs on classes another mode compiled: each has its JVMs (two per mode
+    here, ``replicas=2``), and still every statement's rows equal plain Spark's and each
+    Criss application reuses what it cached in its own home."""
     config = ReplayConfig(
         stream="zipf",
         queries=8,
@@ -89,7 +100,9 @@ def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, s
         warmup=True,
         isolation="application",
         spark_conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"},
+        replicas=2,
     )
+    assert config.modes == ("spark", "criss", "spark#2", "criss#2")
     seen, warmed = [], []
     result = run_replay(
         None,
@@ -97,26 +110,56 @@ def test_each_mode_plays_in_a_spark_application_of_its_own(tpch_dir, tmp_path, s
         on_query=lambda mode, record: seen.append(mode),
         on_warmup=lambda done, total: warmed.append((done, total)),
     )
-    assert result["isolation"] == "application"
+    assert result["isolation"] == "application" and result["replicas"] == 2
     applications = result["applications"]
-    assert len(set(applications.values())) == 2
+    assert len(set(applications.values())) == 4
     assert spark.sparkContext.applicationId not in applications.values()
-    assert result["comparison"]["checksums_match"], result["comparison"]
-    assert result["criss_report"]["counters"]["operators_reused"] >= 1
-    assert sum(q["criss"].get("operators_reused", 0) for q in result["modes"]["criss"]["queries"])
+    # every other application against the first plain one, the plain replica included
+    assert set(result["comparisons"]) == {"criss", "spark#2", "criss#2"}
+    assert all(c["checksums_match"] for c in result["comparisons"].values()), result["comparisons"]
+    assert result["homes"]["criss"] != result["homes"]["criss#2"]
+    for mode in ("criss", "criss#2"):
+        assert result["criss_reports"][mode]["counters"]["operators_reused"] >= 1
+        assert sum(q["criss"].get("operators_reused", 0) for q in result["modes"][mode]["queries"])
+    assert all("criss" not in q for q in result["modes"]["spark#2"]["queries"])
     assert result["machine"]["master"] == "local[2]"
     assert result["spark_conf"]["spark.sql.shuffle.partitions"] == "4"
-    assert len(seen) == 16  # every timed statement reported as it ran
+    assert len(seen) == 32  # every timed statement reported as it ran
     distinct = len({item.sql for item in config.stream_queries()})
-    # one progress over both applications' warm-ups, each running every distinct statement
-    assert warmed == [(done, 2 * distinct) for done in range(1, 2 * distinct + 1)]
-    # Criss's application also ran Criss's own machinery, over a table of its own
+    # one progress over every application's warm-up, each running every distinct statement
+    assert warmed == [(done, 4 * distinct) for done in range(1, 4 * distinct + 1)]
+    # each Criss application also ran Criss's own machinery, over a table of its own
     assert set(result["warmup_seconds"]["spark"]) == {"statements"}
-    machinery = result["warmup_seconds"]["criss"]["criss"]
-    assert machinery["operators_cached"] >= 1 and machinery["operators_reused"] >= 1
+    assert set(result["warmup_seconds"]["spark#2"]) == {"statements"}
+    for mode in ("criss", "criss#2"):
+        machinery = result["warmup_seconds"][mode]["criss"]
+        assert machinery["operators_cached"] >= 1 and machinery["operators_reused"] >= 1
     for position in range(config.queries):
         turns = {m: result["modes"][m]["queries"][position]["turn"] for m in config.modes}
         assert turns == {m: run_order(config.modes, position).index(m) for m in config.modes}
+
+
+def test_replicas_need_applications_of_their_own():
+    with pytest.raises(WorkloadError, match="replicas=2"):
+        ReplayConfig(modes=("spark", "criss"), replicas=2, isolation="session")
+    with pytest.raises(WorkloadError, match="replicas=5"):
+        ReplayConfig(modes=("spark",), replicas=5, isolation="application")
+    config = ReplayConfig(
+        modes=("spark", "criss-disk"),
+        variants={"criss-disk": {"media": "disk"}},
+        replicas=3,
+        isolation="application",
+    )
+    assert config.modes == (
+        "spark",
+        "criss-disk",
+        "spark#2",
+        "criss-disk#2",
+        "spark#3",
+        "criss-disk#3",
+    )
+    assert config.criss_modes == ["criss-disk", "criss-disk#2", "criss-disk#3"]
+    assert config.options_of("criss-disk#3") == {"media": "disk"}
 
 
 def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path):
@@ -152,7 +195,9 @@ def test_criss_own_warm_up_caches_and_serves_in_a_home_of_its_own(spark):
         criss.session(spark, home=home).close()  # Criss's listener on this Spark, once
     listeners = len(spark._jsparkSession.listenerManager().listListeners())
     warmed = warm_up_criss(spark, {"media": "disk"})
-    assert warmed["operators_cached"] >= 2 and warmed["operators_reused"] >= 2, warmed
+    # every statement cached on first sight and served on its repeat
+    assert warmed["operators_cached"] >= len(CRISS_WARMUP_STATEMENTS), warmed
+    assert warmed["operators_reused"] >= len(CRISS_WARMUP_STATEMENTS), warmed
     assert warmed["seconds"] > 0
     assert {t.name for t in spark.catalog.listTables()} == views
     assert len(spark._jsparkSession.listenerManager().listListeners()) == listeners

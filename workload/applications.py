@@ -62,7 +62,9 @@ class SessionPlayer:
         from criss.workload.replay import open_criss
 
         self.spark = spark
-        self.criss = None if mode == "spark" else open_criss(spark, config, mode, home)
+        from criss.workload.replay import is_plain
+
+        self.criss = None if is_plain(mode) else open_criss(spark, config, mode, home)
         self.planned: list[Any] = []
 
     def describe(self) -> dict[str, Any]:
@@ -71,13 +73,16 @@ class SessionPlayer:
         return spark_facts(self.spark)
 
     def run(self, item: StreamQuery) -> dict[str, Any]:
-        from criss.bridge import jvm_gc_seconds
+        from criss.bridge import compiled_classes, jvm_gc_seconds
         from criss.workload.replay import criss_summary, run_statement, settle
 
         gc_before = jvm_gc_seconds(self.spark)
+        classes_before = compiled_classes(self.spark)
         record = run_statement(self.spark.sql if self.criss is None else self.criss.sql, item)
-        # a mode slower on the same plan: its JVM collecting garbage, or not
+        # a mode slower on the same plan: its JVM collecting garbage, or compiling stage
+        # code the other found compiled
         record["jvm_gc_seconds"] = round(jvm_gc_seconds(self.spark) - gc_before, 4)
+        record["classes_compiled"] = compiled_classes(self.spark) - classes_before
         if self.criss is None:
             return record
         self.planned.append(self.criss.last_record)
@@ -186,7 +191,7 @@ def _serve(
     """The child process: one Spark application playing ``mode``, one request at a time."""
     from criss.sparksession import local_spark
     from criss.workload.benchmarks import parquet_data
-    from criss.workload.replay import spark_facts, warm_up, warm_up_criss
+    from criss.workload.replay import is_plain, spark_facts, warm_up, warm_up_criss
 
     player: SessionPlayer | None = None
     try:
@@ -209,7 +214,7 @@ def _serve(
                         spark, stream, on_statement=lambda *p: conn.send(("progress", *p))
                     )
                     answer = {"statements": round(seconds, 4)}
-                    if mode != "spark":
+                    if not is_plain(mode):
                         answer["criss"] = warm_up_criss(spark, config.options_of(mode))
                 elif request in ("run", "finish"):
                     # the replay's Criss session opens after the warm-up, whose Criss

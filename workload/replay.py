@@ -53,6 +53,20 @@ if TYPE_CHECKING:
 
 MODES = ("spark", "criss")
 VARIANT_PREFIX = "criss-"
+#: How a further application of the same mode is named: ``criss#2`` plays ``criss`` again.
+REPLICA_MARK = "#"
+
+
+def base_mode(mode: str) -> str:
+    """The mode an application plays (``criss`` for ``criss#2``)."""
+    return mode.split(REPLICA_MARK, 1)[0]
+
+
+def is_plain(mode: str) -> bool:
+    """Whether ``mode`` (or a replica of it) is plain Spark."""
+    return base_mode(mode) == "spark"
+
+
 _MASK64 = (1 << 64) - 1
 
 
@@ -106,9 +120,20 @@ class ReplayConfig:
     #: Before each timed statement, wait (untimed) at most this many seconds for the machine
     #: to be idle (``criss.workload.idle``); 0: do not wait.
     idle_wait: float = 0.0
+    #: Applications per mode (``isolation="application"`` only): two Spark applications
+    #: running the same plans differ by several percent (their JIT compiler decides
+    #: differently), so a difference of that size between modes needs more than one
+    #: application of each. The further ones are modes named ``<mode>#2``, ``<mode>#3``, ...
+    replicas: int = 1
 
     def __post_init__(self) -> None:
-        unknown = [m for m in self.modes if m not in MODES and m not in self.variants]
+        played = tuple(m for m in self.modes if REPLICA_MARK not in m)  # again: the same
+        self.modes = played + tuple(
+            f"{m}{REPLICA_MARK}{k}" for k in range(2, self.replicas + 1) for m in played
+        )
+        unknown = [
+            m for m in self.modes if base_mode(m) not in MODES and base_mode(m) not in self.variants
+        ]
         if unknown or not self.modes:
             raise WorkloadError(
                 f"unknown replay mode(s) {unknown}; choose from {MODES} or a variant "
@@ -124,6 +149,12 @@ class ReplayConfig:
                 "before each timed statement must be 0 (do not wait) or more"
             )
         self.isolation = resolve_isolation(self.isolation, self.master)
+        if not 1 <= self.replicas <= 4 or (self.replicas > 1 and self.isolation != "application"):
+            raise WorkloadError(
+                f"replicas={self.replicas!r}: applications per mode must be 1 to 4, and more "
+                "than 1 only with isolation='application' (in one application a replica "
+                "would run on the code the other compiled)"
+            )
 
     def stream_queries(self) -> list[StreamQuery]:
         return make_stream(
@@ -137,11 +168,11 @@ class ReplayConfig:
 
     @property
     def criss_modes(self) -> list[str]:
-        return [m for m in self.modes if m != "spark"]
+        return [m for m in self.modes if not is_plain(m)]
 
     def options_of(self, mode: str) -> dict[str, Any]:
         """The Criss options of ``mode``: the replay's, with its variant's over them."""
-        return {**self.criss_options, **self.variants.get(mode, {})}
+        return {**self.criss_options, **self.variants.get(base_mode(mode), {})}
 
 
 Runner = Callable[[str], "DataFrame"]
@@ -284,12 +315,12 @@ def _players(
                 else {}
             )
             warmed = {
-                m: {"statements": statements} | ({} if m == "spark" else {"criss": machinery})
+                m: {"statements": statements} | ({} if is_plain(m) else {"criss": machinery})
                 for m in config.modes
             }
         players: dict[str, Any] = {}
         for mode in config.modes:
-            if mode != "spark":
+            if not is_plain(mode):
                 progress_log.info("%s: opening Criss home %s", mode, homes[mode])
             players[mode] = SessionPlayer(spark, config, mode, homes.get(mode))
         return players, warmed
@@ -424,15 +455,34 @@ def warm_up(
 
 
 #: The table Criss's own warm-up reads (``warm_up_criss``): its rows, the temporary view
-#: it is registered as for that time, and the statements run twice over it (a first sight
-#: cached by its action, then a repeat served), one ordered, one a join under a top-k.
-CRISS_WARMUP_ROWS = 20_000
+#: it is registered as for that time, its columns and the statements run twice over it (a
+#: first sight cached by its action, then a repeat served): one ordered, one a join under a
+#: top-k, one a per-key aggregate of ten thousand rows under a top-k. The columns are of
+#: every kind Spark's columnar cache builds, compresses and reads in code of its own
+#: (integers, longs, decimals, doubles, strings, dates, booleans): with longs alone, the
+#: first timed first sights paid that code's loading and compiling (+0.25 s on the first,
+#: +0.08 s and +0.05 s on the next two, over ten replays at SF 1, session 23).
+CRISS_WARMUP_ROWS = 100_000
 CRISS_WARMUP_VIEW = "criss_warmup_table"
+CRISS_WARMUP_COLUMNS = (
+    "id % 37 AS g",
+    "CAST(id % 9973 AS INT) AS k",
+    "id * 7 % 1009 AS v",
+    "CAST((id % 100003) / 100.0 AS DECIMAL(15,2)) AS price",
+    "(id % 97) * 0.5 AS x",
+    "concat('name#', id % 5003) AS name",
+    "date_add(DATE'1995-01-01', CAST(id % 2000 AS INT)) AS day",
+    "id % 3 = 0 AS flag",
+)
 CRISS_WARMUP_STATEMENTS = (
-    f"SELECT g, count(*) AS n, sum(v) AS s FROM {CRISS_WARMUP_VIEW} GROUP BY g ORDER BY g",
+    "SELECT g, count(*) AS n, sum(v) AS s, sum(price) AS revenue, avg(x) AS ax, "
+    f"min(day) AS first_day, max(name) AS last_name FROM {CRISS_WARMUP_VIEW} GROUP BY g ORDER BY g",
     f"SELECT a.g, sum(a.v) AS s FROM {CRISS_WARMUP_VIEW} a JOIN "
     f"(SELECT g, max(v) AS m FROM {CRISS_WARMUP_VIEW} GROUP BY g) b "
     "ON a.g = b.g WHERE a.v < b.m GROUP BY a.g ORDER BY s DESC LIMIT 5",
+    "SELECT k, max(name) AS name, max(price) AS price, sum(price * (1 - x / 100)) AS revenue, "
+    f"max(day) AS day, count_if(flag) AS flagged FROM {CRISS_WARMUP_VIEW} "
+    "WHERE day < DATE'1999-06-01' GROUP BY k ORDER BY revenue DESC LIMIT 20",
 )
 
 
@@ -452,9 +502,7 @@ def warm_up_criss(spark: SparkSession, options: dict[str, Any]) -> dict[str, flo
     with tempfile.TemporaryDirectory(prefix="criss-warmup-") as scratch:
         table = str(Path(scratch) / "table.parquet")
         try:
-            spark.range(CRISS_WARMUP_ROWS).selectExpr(
-                "id % 37 AS g", "id * 7 % 1009 AS v"
-            ).write.parquet(table)
+            spark.range(CRISS_WARMUP_ROWS).selectExpr(*CRISS_WARMUP_COLUMNS).write.parquet(table)
             spark.read.parquet(table).createOrReplaceTempView(CRISS_WARMUP_VIEW)
             with criss.session(spark, home=str(Path(scratch) / "home"), **options) as cs:
                 for _ in range(2):
@@ -504,11 +552,15 @@ def _results(
         "spark_conf": facts.get("spark_conf", {}),
     }
     if "spark" in modes:
+        # every other application against the first plain one (a plain replica: how far
+        # two applications of the same plans differ)
         result["comparisons"] = {
-            m: compare_modes(modes["spark"], modes[m]) for m in config.criss_modes
+            m: compare_modes(modes["spark"], modes[m]) for m in config.modes if m != "spark"
         }
         if "criss" in modes:
             result["comparison"] = result["comparisons"]["criss"]
+    if config.replicas > 1:
+        result["replicas"] = config.replicas
     return result
 
 
