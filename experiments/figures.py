@@ -27,7 +27,7 @@ import click
 
 from criss.cli import idle_wait_option
 from criss.workload.idle import IDLE_WAIT_SECONDS
-from experiments.summary import statement_keys, summarize
+from experiments.summary import replica_views, statement_keys, summarize
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -374,7 +374,9 @@ def profile_text(result: dict[str, Any], mode: str = "criss") -> str:
 @click.option("--mode", default="criss", show_default=True, help="Criss mode to report.")
 def seeds(files: tuple[Path, ...], mode: str) -> None:
     """One markdown row per replay (stream, seed): time saved, share of the oracle and
-    first occurrences against plain Spark, to quote the worst seed of each stream."""
+    first occurrences against plain Spark, to quote the worst seed of each stream. A replay
+    with several applications per mode (``--replicas``) has a row per pair of them and one
+    for their mean."""
     click.echo(
         "| stream | SF | queries | seed | plain (s) | Criss (s) | saved | oracle saved "
         "| share of oracle | first occurrences Criss / plain "
@@ -382,18 +384,23 @@ def seeds(files: tuple[Path, ...], mode: str) -> None:
     )
     click.echo("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for path in files:
-        result = json.loads(path.read_text())
-        summary = summarize(result)
-        row, plain = summary["modes"][mode], summary["modes"]["spark"]
-        served, repeats = repeats_served(result, mode)
-        click.echo(
-            f"| {result['stream']} | {result['sf']:g} | {result['queries']} | {result['seed']} "
-            f"| {plain['total_seconds']:.1f} | {row['total_seconds']:.1f} "
-            f"| {row['time_saved']:.1%} | {summary.get('oracle_time_saved', 0):.1%} "
-            f"| {row.get('oracle_share', '')} "
-            f"| {row['first_seconds'] / plain['first_seconds']:.3f} "
-            f"| {served}/{repeats} | {row.get('background_seconds') or 0:.1f} | `{path.name}` |"
-        )
+        for label, result in replica_views(json.loads(path.read_text()), mode):
+            name = f"{path.name} ({label})" if label else path.name
+            click.echo(_seed_row(result, mode, name))
+
+
+def _seed_row(result: dict[str, Any], mode: str, name: str) -> str:
+    summary = summarize(result)
+    row, plain = summary["modes"][mode], summary["modes"]["spark"]
+    served, repeats = repeats_served(result, mode)
+    return (
+        f"| {result['stream']} | {result['sf']:g} | {result['queries']} | {result['seed']} "
+        f"| {plain['total_seconds']:.1f} | {row['total_seconds']:.1f} "
+        f"| {row['time_saved']:.1%} | {summary.get('oracle_time_saved', 0):.1%} "
+        f"| {row.get('oracle_share', '')} "
+        f"| {row['first_seconds'] / plain['first_seconds']:.3f} "
+        f"| {served}/{repeats} | {row.get('background_seconds') or 0:.1f} | `{name}` |"
+    )
 
 
 #: A repeat "worth serving" took at least this long in plain Spark (issue 22's target).

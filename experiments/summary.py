@@ -7,6 +7,8 @@ import statistics
 from collections.abc import Iterable
 from typing import Any
 
+from criss.workload.replay import REPLICA_MARK, base_mode, is_plain
+
 
 def statement_keys(result: dict[str, Any]) -> list[str]:
     """Which statement ran at each position (a repeat is the same statement again).
@@ -35,7 +37,7 @@ def oracle_seconds(result: dict[str, Any]) -> float | None:
     modes = result["modes"]
     if "spark" not in modes:
         return None
-    others = [m for m in modes if m != "spark"]
+    others = [m for m in modes if not is_plain(m)]
     seen: set[str] = set()
     total = 0.0
     plain = modes["spark"]["queries"]
@@ -143,3 +145,50 @@ def summarize(result: dict[str, Any]) -> dict[str, Any]:
     if oracle is not None:
         summary["oracle_time_saved"] = round(1 - oracle / plain, 4)
     return summary
+
+
+def replica_views(result: dict[str, Any], mode: str = "criss") -> list[tuple[str, dict[str, Any]]]:
+    """``result`` as pairs of plain Spark and ``mode`` to summarize like a replay of two
+    modes: with one application per mode, ``[("", result)]``; with replicas (``criss
+    replay --replicas N``), the pair of each replica (``"1"``: ``spark`` and ``mode``,
+    ``"2"``: ``spark#2`` and ``mode#2``, ...), then ``"mean"``: at every position the mean
+    of the plain applications against the mean of ``mode``'s. Two applications running
+    the same plans differ by several percent; the mean is what a difference smaller than
+    that can be read from."""
+    replicas = int(result.get("replicas") or 1)
+    if replicas == 1:
+        return [("", result)]
+    modes = result["modes"]
+    views = []
+    for k in range(1, replicas + 1):
+        suffix = "" if k == 1 else f"{REPLICA_MARK}{k}"
+        views.append((str(k), _pair(result, modes["spark" + suffix], modes[mode + suffix], mode)))
+    plain = _mean_mode([m for name, m in modes.items() if is_plain(name)])
+    mine = _mean_mode([m for name, m in modes.items() if base_mode(name) == mode])
+    views.append(("mean", _pair(result, plain, mine, mode)))
+    return views
+
+
+def _pair(
+    result: dict[str, Any], plain: dict[str, Any], mine: dict[str, Any], mode: str
+) -> dict[str, Any]:
+    """``result`` with only ``plain`` as ``spark`` and ``mine`` as ``mode``."""
+    view = {k: v for k, v in result.items() if k not in ("modes", "replicas")}
+    view["modes"] = {"spark": plain, mode: mine}
+    return view
+
+
+def _mean_mode(replicas: list[dict[str, Any]]) -> dict[str, Any]:
+    """One mode's record per position with the mean seconds of ``replicas`` (the other
+    fields, Criss's counters among them, of the first)."""
+    positions = zip(*(r["queries"] for r in replicas), strict=True)
+    queries = [
+        {**records[0], "seconds": statistics.fmean(q["seconds"] for q in records)}
+        for records in positions
+    ]
+    return {
+        **replicas[0],
+        "total_seconds": sum(q["seconds"] for q in queries),
+        "queries": queries,
+        "background_seconds": statistics.fmean(r.get("background_seconds", 0.0) for r in replicas),
+    }

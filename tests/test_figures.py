@@ -11,6 +11,7 @@ from experiments.figures import EXPERIMENTS, markdown_table, repeats_served, run
 from experiments.summary import (
     oracle_seconds,
     planning_ms,
+    replica_views,
     split_first_and_repeats,
     statement_keys,
     summarize,
@@ -72,6 +73,32 @@ def test_summary_splits_first_occurrences_and_repeats_and_relates_to_the_oracle(
     assert criss["planning_ms"] == {"median": 90.0, "p95": 300.0}
     assert planning_ms([_record("Q1", 1)]) is None
     assert "| oracle | 16.5 |" in markdown_table(_result(), EXPERIMENTS["fig5"], "f.json")
+
+
+def test_replicas_are_summarized_pair_by_pair_and_as_their_mean():
+    result = _result()
+    del result["modes"]["criss-results"]
+    assert [label for label, _ in replica_views(result)] == [""]
+    modes = result["modes"]
+    # a second plain application 10 % slower at every position, a second Criss one equal
+    modes["spark#2"] = {
+        "total_seconds": 38.5,
+        "queries": [{**q, "seconds": q["seconds"] * 1.1} for q in modes["spark"]["queries"]],
+    }
+    modes["criss#2"] = modes["criss"]
+    result["replicas"] = 2
+    # a plain replica's repeats are no read of a cached result: the oracle ignores them
+    assert oracle_seconds(result) == pytest.approx(10 + 5 + 1 + 0.5)
+    views = dict(replica_views(result))
+    assert list(views) == ["1", "2", "mean"]
+    assert views["2"]["modes"]["spark"] is modes["spark#2"]
+    mean = views["mean"]["modes"]
+    assert set(mean) == {"spark", "criss"} and "replicas" not in views["mean"]
+    assert mean["spark"]["total_seconds"] == pytest.approx((35 + 38.5) / 2)
+    assert mean["spark"]["queries"][1]["seconds"] == pytest.approx(5.25)
+    assert mean["criss"]["total_seconds"] == pytest.approx(19.5)
+    shares = {k: summarize(v)["modes"]["criss"]["oracle_share"] for k, v in views.items()}
+    assert shares["2"] > shares["mean"] > shares["1"]
 
 
 def test_repeats_worth_serving_count_only_repeats_plain_spark_took_long_on():

@@ -11,7 +11,6 @@ import pytest
 import criss
 from criss.errors import WorkloadError
 from criss.workload.replay import (
-    CRISS_WARMUP_STATEMENTS,
     ReplayConfig,
     run_order,
     run_replay,
@@ -186,18 +185,27 @@ def test_isolation_auto_is_an_application_per_mode_on_a_local_master_only():
         run_replay(None, ReplayConfig(queries=1, sf=0.01))
 
 
-def test_criss_own_warm_up_caches_and_serves_in_a_home_of_its_own(spark):
-    """The warm-up runs a first sight cached by its action and a repeat served from it, so
-    an application's one-time costs of that machinery fall on no timed query; it leaves
-    no view and no listener behind."""
+def test_criss_own_warm_up_caches_and_serves_the_statements_in_a_home_of_its_own(tpch):
+    """The warm-up runs each statement through Criss as a first sight cached by its action
+    and as a repeat served from it, so an application's one-time costs of that machinery
+    fall on no timed query; a statement Spark rejects costs nothing more, and it leaves no
+    view, no listener and nothing in Spark's cache behind."""
+    from criss.workload.tpch.queries import statement
+
+    spark = tpch
+    statements = [statement(qid, seed=3).sql for qid in (1, 3, 6)]
     views = {t.name for t in spark.catalog.listTables()}
     with tempfile.TemporaryDirectory() as home:
         criss.session(spark, home=home).close()  # Criss's listener on this Spark, once
     listeners = len(spark._jsparkSession.listenerManager().listListeners())
-    warmed = warm_up_criss(spark, {"media": "disk"})
+    persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
+    warmed = warm_up_criss(
+        spark, {"media": "disk"}, [*statements, "SELECT * FROM no_such_table_anywhere"]
+    )
     # every statement cached on first sight and served on its repeat
-    assert warmed["operators_cached"] >= len(CRISS_WARMUP_STATEMENTS), warmed
-    assert warmed["operators_reused"] >= len(CRISS_WARMUP_STATEMENTS), warmed
+    assert warmed["operators_cached"] >= len(statements), warmed
+    assert warmed["operators_reused"] >= len(statements), warmed
     assert warmed["seconds"] > 0
     assert {t.name for t in spark.catalog.listTables()} == views
     assert len(spark._jsparkSession.listenerManager().listListeners()) == listeners
+    assert spark.sparkContext._jsc.getPersistentRDDs().size() == persisted
