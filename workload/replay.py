@@ -473,12 +473,12 @@ def warm_up_criss(
     and of Criss's bridge) then falls on no timed query, and neither does what a warm-up of
     another kind would leave: a small table of its own (longs to booleans, cached and
     served) run after the statements slowed plain Spark's next statements in the same
-    application by 9-12 % (the JIT compiler's code for the statements' columns, compiled
-    again for the table's; 22.97 and 22.80 s against 21.00 and 20.39 s for eight TPC-H
-    statements, SF 1, session 23). Nothing of it reaches the replay's home, and Spark's
-    cache is emptied when its session closes. Returns the seconds it took (recorded apart)
-    and what it cached and reused. A failure only costs the warming: it is logged and the
-    replay goes on."""
+    application by 9-12 % (22.97 and 22.80 s against 21.00 and 20.39 s for eight TPC-H
+    statements, SF 1, session 23; most likely the JIT compiler's code for the statements'
+    columns compiled again for the table's, which the probe did not look into). Nothing of
+    it reaches the replay's home, and Spark's cache is emptied when its session closes.
+    Returns the seconds it took (recorded apart) and what it cached and reused. A failure
+    only costs the warming: it is logged and the replay goes on."""
     from pyspark.errors import PySparkException
 
     import criss
