@@ -59,11 +59,9 @@ class SessionPlayer:
     """A mode played on a SparkSession shared with the other modes."""
 
     def __init__(self, spark: SparkSession, config: ReplayConfig, mode: str, home: Path | None):
-        from criss.workload.replay import open_criss
+        from criss.workload.replay import is_plain, open_criss
 
         self.spark = spark
-        from criss.workload.replay import is_plain
-
         self.criss = None if is_plain(mode) else open_criss(spark, config, mode, home)
         self.planned: list[Any] = []
 

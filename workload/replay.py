@@ -16,7 +16,10 @@ through every permutation, so none is flattered by what another warmed up; each 
 ``turn`` says when it ran at its position, 0 first. Further
 Criss configurations run side by side as modes named ``criss-<name>`` whose options come
 from ``ReplayConfig.variants`` (e.g. ``{"criss-disk": {"media": "disk"}}``), each with a
-home of its own; every Criss mode is compared with ``spark`` under ``comparisons``.
+home of its own; every Criss mode is compared with ``spark`` under ``comparisons``. With
+``ReplayConfig.replicas`` N > 1 every mode plays in N applications, the further ones as
+modes ``<mode>#2`` ... ``<mode>#N`` (a plain replica compared with ``spark`` too: the spread
+between two applications of the same plans).
 """
 
 from __future__ import annotations
