@@ -9,9 +9,14 @@ from typing import Any
 
 import click
 
+from criss.cli_options import (
+    benchmark_option,
+    idle_wait_option,
+    parse_conf,
+    parse_tables,
+    parse_variants,
+)
 from criss.errors import CrissError
-from criss.workload.benchmarks import BENCHMARKS
-from criss.workload.idle import IDLE_WAIT_SECONDS
 from criss.workload.streams import STREAMS
 
 STREAM_CHOICES = STREAMS
@@ -28,40 +33,6 @@ def _library_errors(func):
             raise click.ClickException(str(exc)) from exc
 
     return wrapper
-
-
-def _parse_conf(pairs: tuple[str, ...]) -> dict[str, str]:
-    conf = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep:
-            raise click.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--conf")
-        conf[key.strip()] = value.strip()
-    return conf
-
-
-def benchmark_option(help_text: str):
-    return click.option(
-        "--benchmark",
-        type=click.Choice(BENCHMARKS),
-        default="tpch",
-        show_default=True,
-        help=help_text,
-    )
-
-
-def idle_wait_option(func):
-    """``--idle-wait SECONDS``, for every command that replays a stream."""
-    return click.option(
-        "--idle-wait",
-        type=click.FloatRange(min=0),
-        default=IDLE_WAIT_SECONDS,
-        show_default=True,
-        metavar="SECONDS",
-        help="Before each timed statement wait, untimed, up to this long for the machine's "
-        "CPUs to be idle (what the last statement's application still does would land in "
-        "the next one's time); 0: do not wait.",
-    )(func)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -207,7 +178,7 @@ def replay(
     from criss.console import ReplayProgress, print_next_steps, print_replay_summary
     from criss.workload.replay import ReplayConfig, run_replay, write_results
 
-    variants = _parse_variants(variant_specs)
+    variants = parse_variants(variant_specs)
     modes = (("spark", "criss") if mode == "both" else (mode,)) + tuple(variants)
     config = ReplayConfig(
         stream=stream,
@@ -224,7 +195,7 @@ def replay(
         benchmark=benchmark,
         isolation=isolation,
         master=master,
-        spark_conf=_parse_conf(conf_pairs),
+        spark_conf=parse_conf(conf_pairs),
         idle_wait=idle_wait,
         replicas=replicas,
     )
@@ -346,7 +317,7 @@ def explain(
     import criss
     from criss.sparksession import local_spark
 
-    views = _parse_tables(tables)
+    views = parse_tables(tables)
     tpch_dir = _tpch_data(tpch_sf, data_dir) if tpch_sf is not None else None
     spark = local_spark("criss-explain", master=master)
     if tpch_dir is not None:
@@ -374,30 +345,6 @@ def _tpch_data(sf: float, data_dir: Path | None) -> Path:
             err=True,
         )
     return ensure_tpch(sf, where, quiet=True)
-
-
-def _parse_variants(specs: tuple[str, ...]) -> dict[str, dict[str, str]]:
-    """``disk:media=disk,disk_capacity=1g`` → {"criss-disk": {"media": "disk", ...}}."""
-    variants: dict[str, dict[str, str]] = {}
-    for spec in specs:
-        name, sep, settings = spec.partition(":")
-        pairs = [p.partition("=") for p in settings.split(",") if p.strip()]
-        if not sep or not name.strip() or any(not eq or not k.strip() for k, eq, _ in pairs):
-            raise click.BadParameter(
-                f"expected NAME:KEY=VALUE[,KEY=VALUE], got {spec!r}", param_hint="--variant"
-            )
-        variants[f"criss-{name.strip()}"] = {k.strip(): v.strip() for k, _, v in pairs}
-    return variants
-
-
-def _parse_tables(pairs: tuple[str, ...]) -> dict[str, str]:
-    views = {}
-    for pair in pairs:
-        name, sep, path = pair.partition("=")
-        if not sep or not name.strip() or not path.strip():
-            raise click.BadParameter(f"expected NAME=PATH, got {pair!r}", param_hint="--table")
-        views[name.strip()] = path.strip()
-    return views
 
 
 def _spark_errors(func, *args: Any) -> Any:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from criss.cli import idle_wait_option
+from criss.cli_options import idle_wait_option
 from criss.workload.idle import IDLE_WAIT_SECONDS
 from experiments.summary import replica_views, statement_keys, summarize
 

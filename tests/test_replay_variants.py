@@ -190,18 +190,23 @@ def test_criss_own_warm_up_caches_and_serves_the_statements_in_a_home_of_its_own
     and as a repeat served from it, so an application's one-time costs of that machinery
     fall on no timed query; a statement Spark rejects costs nothing more, and it leaves no
     view, no listener and nothing in Spark's cache behind."""
+    from criss.workload.streams import StreamQuery
     from criss.workload.tpch.queries import statement
 
     spark = tpch
     statements = [statement(qid, seed=3).sql for qid in (1, 3, 6)]
+    rejected = "SELECT * FROM no_such_table_anywhere"
+    # a stream of them with a repeat and a statement Spark rejects
+    stream = [
+        StreamQuery(i, 0, "orig", sql)
+        for i, sql in enumerate([*statements, statements[0], rejected])
+    ]
     views = {t.name for t in spark.catalog.listTables()}
     with tempfile.TemporaryDirectory() as home:
         criss.session(spark, home=home).close()  # Criss's listener on this Spark, once
     listeners = len(spark._jsparkSession.listenerManager().listListeners())
     persisted = spark.sparkContext._jsc.getPersistentRDDs().size()
-    warmed = warm_up_criss(
-        spark, {"media": "disk"}, [*statements, "SELECT * FROM no_such_table_anywhere"]
-    )
+    warmed = warm_up_criss(spark, {"media": "disk"}, stream)
     # every statement cached on first sight and served on its repeat
     assert warmed["operators_cached"] >= len(statements), warmed
     assert warmed["operators_reused"] >= len(statements), warmed

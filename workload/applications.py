@@ -189,13 +189,7 @@ def _serve(
     """The child process: one Spark application playing ``mode``, one request at a time."""
     from criss.sparksession import local_spark
     from criss.workload.benchmarks import parquet_data
-    from criss.workload.replay import (
-        distinct_statements,
-        is_plain,
-        spark_facts,
-        warm_up,
-        warm_up_criss,
-    )
+    from criss.workload.replay import is_plain, spark_facts, warm_up, warm_up_criss
 
     player: SessionPlayer | None = None
     try:
@@ -219,9 +213,7 @@ def _serve(
                     )
                     answer = {"statements": round(seconds, 4)}
                     if not is_plain(mode):
-                        answer["criss"] = warm_up_criss(
-                            spark, config.options_of(mode), distinct_statements(stream)
-                        )
+                        answer["criss"] = warm_up_criss(spark, config.options_of(mode), stream)
                 elif request in ("run", "finish"):
                     # the replay's Criss session opens after the warm-up, whose Criss
                     # part ran in a throwaway home of its own

@@ -313,9 +313,7 @@ def _players(
             statements = round(warm_up(spark, stream, on_statement=on_warmup), 4)
             # one JVM for every mode: Criss's machinery is warmed once, by the first mode's options
             machinery = (
-                warm_up_criss(
-                    spark, config.options_of(config.criss_modes[0]), distinct_statements(stream)
-                )
+                warm_up_criss(spark, config.options_of(config.criss_modes[0]), stream)
                 if config.criss_modes
                 else {}
             )
@@ -465,10 +463,10 @@ def distinct_statements(stream: list[StreamQuery]) -> list[str]:
 
 
 def warm_up_criss(
-    spark: SparkSession, options: dict[str, Any], statements: Sequence[str]
+    spark: SparkSession, options: dict[str, Any], stream: list[StreamQuery]
 ) -> dict[str, float]:
-    """Run ``statements`` (the stream's distinct ones) through Criss, untimed, in a
-    throwaway home, after ``warm_up`` ran them through plain Spark: each once as a first
+    """Run the distinct statements of ``stream`` through Criss, untimed, in a throwaway
+    home, after ``warm_up`` ran them through plain Spark: each once as a first
     sight (cached by its action, written), then once more as a repeat (served), so an
     application warms up on the paths its mode will run, as plain Spark's does on its own.
 
@@ -486,6 +484,7 @@ def warm_up_criss(
 
     import criss
 
+    statements = distinct_statements(stream)
     progress_log.info(
         "warm-up: running the %d distinct statements through Criss twice, untimed, in a "
         "throwaway home",
