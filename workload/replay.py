@@ -130,7 +130,9 @@ class ReplayConfig:
     replicas: int = 1
 
     def __post_init__(self) -> None:
-        played = tuple(m for m in self.modes if REPLICA_MARK not in m)  # again: the same
+        # the modes asked for, their replicas added once: a config built again from this
+        # one's fields (replicas already in ``modes``) expands to the same modes
+        played = tuple(m for m in self.modes if REPLICA_MARK not in m)
         self.modes = played + tuple(
             f"{m}{REPLICA_MARK}{k}" for k in range(2, self.replicas + 1) for m in played
         )
