@@ -17,6 +17,7 @@ from criss.errors import (
     EnvironmentProblem,
     NotFoundError,
     StorageError,
+    UsageError,
     WorkloadError,
 )
 
@@ -34,6 +35,7 @@ __all__ = [
     "EnvironmentProblem",
     "NotFoundError",
     "StorageError",
+    "UsageError",
     "WorkloadError",
     "session",
 ]

@@ -29,7 +29,7 @@ from criss.bridge import (
 )
 from criss.bridge.handout import names_any, served_dataframe
 from criss.config import CrissOptions
-from criss.errors import StorageError
+from criss.errors import StorageError, UsageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
@@ -230,11 +230,13 @@ class CrissSession:
     def record(self, df: DataFrame) -> QueryRecord | None:
         """How Criss planned ``df``, as data: per operator the decision (reuse, cache, skip),
         its reason code and the numbers it used (None: not planned by this session)."""
+        _require_dataframe(df, "record")
         with self._lock:
             return self._records.get(df)
 
     def explain(self, df: DataFrame) -> str:
         """Per operator: matched? reused (which entry)? cached? and why not."""
+        _require_dataframe(df, "explain")
         with self._lock:
             record = self._records.get(df)
         if record is None:
@@ -515,3 +517,16 @@ class CrissSession:
                 explain=format_explain(record, labels=False),  # labels cost a JVM walk each
                 decisions=record.dumps(),
             )
+
+
+def _require_dataframe(df: Any, method: str) -> None:
+    """Records are kept per DataFrame handed out: anything else (a statement's text) is
+    asked for by mistake, and says so instead of failing deep in a weak dictionary."""
+    from pyspark.sql import DataFrame
+
+    if not isinstance(df, DataFrame):
+        raise UsageError(
+            f"cs.{method}() takes the DataFrame that cs.sql() or cs.dataframe() returned, "
+            f"not a {type(df).__name__} ({str(df)[:60]!r}): "
+            f"df = cs.sql(query); print(cs.{method}(df))"
+        )

@@ -37,3 +37,8 @@ class CatalogError(CrissError, RuntimeError):
 
 class NotFoundError(CrissError, LookupError):
     """Something asked for by name (a home, a cache entry, a tier) does not exist."""
+
+
+class UsageError(CrissError, TypeError):
+    """An API was handed an argument of a kind it cannot take; the message names it and
+    what to pass instead."""

@@ -338,6 +338,15 @@ def test_invalid_sql_raises_sparks_own_errors(tpch, cs):
         cs.sql("select no_such_column from orders")
 
 
+def test_explain_of_a_statement_text_names_what_to_pass_instead(cs):
+    """Records are kept per DataFrame: a statement's text is a user's slip, answered with
+    what to pass, not with a TypeError from inside a weak dictionary."""
+    for method in (cs.explain, cs.record):
+        with pytest.raises(criss.UsageError, match=r"takes the DataFrame that cs\.sql\(\)"):
+            method(AGG)
+    assert cs.explain(cs.spark.range(3)) == "this DataFrame was not planned by this Criss session"
+
+
 def test_explain_and_report_describe_reuse(tpch, cs):
     first = cs.sql(AGG)
     first.collect()
