@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import tempfile
 from collections import Counter
 
@@ -10,6 +11,7 @@ import pytest
 
 import criss
 from criss.errors import WorkloadError
+from criss.workload.applications import _reply_error, memory_advice, side_by_side_memory
 from criss.workload.replay import (
     ReplayConfig,
     run_order,
@@ -159,6 +161,37 @@ def test_replicas_need_applications_of_their_own():
     )
     assert config.criss_modes == ["criss-disk", "criss-disk#2", "criss-disk#3"]
     assert config.options_of("criss-disk#3") == {"media": "disk"}
+
+
+def test_an_application_whose_jvm_is_gone_says_so_and_what_heaps_to_lower():
+    """Four applications at the default 6 GB heap filled this 23 GB machine on a no-repeat
+    stream and the kernel killed one's JVM: the replay said "ConnectionRefusedError"."""
+    config = ReplayConfig(modes=("spark", "criss"), isolation="application")
+    physical = side_by_side_memory(config)[2]
+    small = ReplayConfig(
+        modes=("spark", "criss"),
+        isolation="application",
+        spark_conf={"spark.driver.memory": "512m"},
+    )
+    assert side_by_side_memory(small)[:2] == ("512m", 2 * 2**29)
+    assert memory_advice(small) is None
+    heap = f"{physical // 2**20}m"  # each application's heap as large as the machine
+    config = ReplayConfig(
+        modes=("spark", "criss"),
+        isolation="application",
+        replicas=2,
+        spark_conf={"spark.driver.memory": heap},
+    )
+    advice = memory_advice(config)
+    assert advice is not None and advice.startswith("4 Spark applications run side by side")
+    assert f"spark.driver.memory={heap} each" in advice and "--replicas" in advice
+    parent, child = multiprocessing.Pipe()
+    _reply_error(child, ConnectionRefusedError(111, "Connection refused"), config)
+    kind, text = parent.recv()
+    assert kind == "error" and text.startswith("its JVM has exited (ConnectionRefusedError")
+    assert text.endswith(f"most likely killed for memory: {advice}")
+    _reply_error(child, ValueError("a statement's own error"), config)  # not a dead JVM
+    assert parent.recv() == ("error", "ValueError: a statement's own error")
 
 
 def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -42,6 +43,39 @@ ISOLATIONS = ("auto", "application", "session")
 log = logging.getLogger("criss.progress")
 
 Progress = Callable[[int, int], None]
+
+
+def side_by_side_memory(config: ReplayConfig) -> tuple[str, int, int]:
+    """Each application's driver heap setting, the bytes of heap the replay's applications
+    may take together (each mode's runs for the whole replay), and this machine's memory."""
+    from criss.sparksession import LOCAL_DEFAULTS
+
+    heap = config.spark_conf.get("spark.driver.memory", LOCAL_DEFAULTS["spark.driver.memory"])
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    return heap, len(config.modes) * _bytes_of(heap), physical
+
+
+def memory_advice(config: ReplayConfig) -> str | None:
+    """What to change when the applications' heaps together exceed the machine's memory
+    (the kernel then kills one when the heaps fill up, mid-replay); None when they fit."""
+    heap, heaps, physical = side_by_side_memory(config)
+    if heaps <= physical:
+        return None
+    return (
+        f"{len(config.modes)} Spark applications run side by side with "
+        f"spark.driver.memory={heap} each, {heaps / 2**30:.0f} GB of heap on a machine of "
+        f"{physical / 2**30:.0f} GB: the kernel kills one when their heaps fill up; lower "
+        "--replicas or pass --conf spark.driver.memory=<smaller>"
+    )
+
+
+def _bytes_of(size: str) -> int:
+    """Bytes of a JVM memory setting such as ``6g`` or ``512m`` (a bare number: bytes)."""
+    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+    text = size.strip().lower().removesuffix("b")
+    if text and text[-1] in units:
+        return int(float(text[:-1]) * units[text[-1]])
+    return int(text)
 
 
 def resolve_isolation(isolation: str, master: str) -> str:
@@ -222,7 +256,7 @@ def _serve(
                 else:
                     raise WorkloadError(f"unknown request {request!r}")
             except Exception as exc:
-                _reply_error(conn, exc)
+                _reply_error(conn, exc, config)
                 continue
             conn.send(("ok", answer))
     except EOFError:  # the parent is gone
@@ -233,8 +267,15 @@ def _serve(
         spark.stop()
 
 
-def _reply_error(conn: Any, exc: BaseException) -> None:
+def _reply_error(conn: Any, exc: BaseException, config: ReplayConfig | None = None) -> None:
     text = f"{type(exc).__name__}: {exc}"
+    from criss.bridge import jvm_unreachable
+
+    if config is not None and jvm_unreachable(exc):
+        advice = memory_advice(config)
+        text = f"its JVM has exited ({text})" + (
+            f"; most likely killed for memory: {advice}" if advice else ""
+        )
     log.debug("replay application error: %s", "".join(traceback.format_exception(exc)))
     try:
         conn.send(("error", text))

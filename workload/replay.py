@@ -45,6 +45,7 @@ from criss.errors import WorkloadError
 from criss.workload.applications import (
     ApplicationPlayer,
     SessionPlayer,
+    memory_advice,
     resolve_isolation,
 )
 from criss.workload.benchmarks import parquet_data
@@ -332,6 +333,9 @@ def _players(
     from criss.sparksession import require_java
 
     require_java()  # a clear error here rather than one per child
+    advice = memory_advice(config)
+    if advice is not None:  # they may fit, heaps rarely fill up: said before, not refused
+        progress_log.warning("warning: %s", advice)
     progress_log.info(
         "starting a Spark application (%s) for each of %s", config.master, ", ".join(config.modes)
     )

@@ -31,7 +31,7 @@ from criss.bridge.capture import (
     file_relation_identity,
 )
 from criss.bridge.catalyst import CatalystBridge
-from criss.bridge.errors import is_jvm_error, jvm_errors
+from criss.bridge.errors import is_jvm_error, jvm_errors, jvm_unreachable
 from criss.bridge.execution import (
     LAYOUT_CONF,
     MATERIALIZE_CONF,
@@ -102,6 +102,7 @@ __all__ = [
     "file_relation_identity",
     "is_jvm_error",
     "jvm_errors",
+    "jvm_unreachable",
     "jvm_objects_held_by_python",
     "jvm_process_id",
     "log_compile_times",

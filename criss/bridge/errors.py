@@ -26,6 +26,24 @@ def is_jvm_error(exc: BaseException) -> bool:
     return type(exc).__module__.startswith(("py4j", "pyspark"))
 
 
+def jvm_unreachable(exc: BaseException) -> bool:
+    """Whether ``exc`` (or an error it was raised from) says py4j could not reach Spark's
+    JVM at all: the JVM has exited (killed for memory, crashed), not a query failing in it.
+
+    >>> jvm_unreachable(ConnectionRefusedError(111, "Connection refused"))
+    True
+    >>> jvm_unreachable(ValueError("a query's own error"))
+    False
+    """
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, ConnectionError) or type(exc).__name__ == "Py4JNetworkError":
+            return True
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
 def jvm_errors(operation: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: a py4j or PySpark error raised by the function becomes
     ``BridgeError("cannot <operation>: <original error>")``, chained to the original.
