@@ -330,12 +330,7 @@ def _players(
                 progress_log.info("%s: opening Criss home %s", mode, homes[mode])
             players[mode] = SessionPlayer(spark, config, mode, homes.get(mode))
         return players, warmed
-    from criss.sparksession import require_java
-
-    require_java()  # a clear error here rather than one per child
-    advice = memory_advice(config)
-    if advice is not None:  # they may fit, heaps rarely fill up: said before, not refused
-        progress_log.warning("warning: %s", advice)
+    _check_machine(config)
     progress_log.info(
         "starting a Spark application (%s) for each of %s", config.master, ", ".join(config.modes)
     )
@@ -360,6 +355,18 @@ def _players(
             player.close()
         raise
     return players, warmed
+
+
+def _check_machine(config: ReplayConfig) -> None:
+    """Before the applications start: Java (a clear error here rather than one per child),
+    and a warning when their heaps together exceed the machine's memory (they may fit:
+    heaps rarely fill up, so it is said, not refused)."""
+    from criss.sparksession import require_java
+
+    require_java()
+    advice = memory_advice(config)
+    if advice is not None:
+        progress_log.warning("warning: %s", advice)
 
 
 def run_order(modes: Sequence[str], position: int) -> tuple[str, ...]:
