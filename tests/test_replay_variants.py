@@ -175,6 +175,9 @@ def test_an_application_whose_jvm_is_gone_says_so_and_what_heaps_to_lower():
     )
     assert side_by_side_memory(small)[:2] == ("512m", 2 * 2**29)
     assert memory_advice(small) is None
+    for setting, each in (("4096", 2**32), ("2gb", 2**31), ("lots", None)):
+        odd = ReplayConfig(modes=("spark",), spark_conf={"spark.driver.memory": setting})
+        assert side_by_side_memory(odd)[1] == each  # a bare number is MiB, as for Spark
     heap = f"{physical // 2**20}m"  # each application's heap as large as the machine
     config = ReplayConfig(
         modes=("spark", "criss"),

@@ -45,21 +45,23 @@ log = logging.getLogger("criss.progress")
 Progress = Callable[[int, int], None]
 
 
-def side_by_side_memory(config: ReplayConfig) -> tuple[str, int, int]:
+def side_by_side_memory(config: ReplayConfig) -> tuple[str, int | None, int]:
     """Each application's driver heap setting, the bytes of heap the replay's applications
-    may take together (each mode's runs for the whole replay), and this machine's memory."""
+    may take together (each mode's runs for the whole replay; None for a setting this does
+    not read, which Spark then judges), and this machine's memory."""
     from criss.sparksession import LOCAL_DEFAULTS
 
     heap = config.spark_conf.get("spark.driver.memory", LOCAL_DEFAULTS["spark.driver.memory"])
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return heap, len(config.modes) * _bytes_of(heap), physical
+    each = _bytes_of(heap)
+    return heap, None if each is None else len(config.modes) * each, physical
 
 
 def memory_advice(config: ReplayConfig) -> str | None:
     """What to change when the applications' heaps together exceed the machine's memory
     (the kernel then kills one when the heaps fill up, mid-replay); None when they fit."""
     heap, heaps, physical = side_by_side_memory(config)
-    if heaps <= physical:
+    if heaps is None or heaps <= physical:
         return None
     return (
         f"{len(config.modes)} Spark applications run side by side with "
@@ -69,13 +71,19 @@ def memory_advice(config: ReplayConfig) -> str | None:
     )
 
 
-def _bytes_of(size: str) -> int:
-    """Bytes of a JVM memory setting such as ``6g`` or ``512m`` (a bare number: bytes)."""
-    units = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+#: Spark's size suffixes (``JavaUtils.byteStringAs``); a bare number of driver memory is MiB.
+_SIZE_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
+
+
+def _bytes_of(size: str) -> int | None:
+    """Bytes of a driver memory setting such as ``6g``, ``512m`` or ``4096`` (MiB), None
+    for one of another form."""
     text = size.strip().lower().removesuffix("b")
-    if text and text[-1] in units:
-        return int(float(text[:-1]) * units[text[-1]])
-    return int(text)
+    unit = _SIZE_UNITS.get(text[-1:], None)
+    number = text[:-1] if unit else text
+    if not number.isdigit():
+        return None
+    return int(number) * (unit or _SIZE_UNITS["m"])
 
 
 def resolve_isolation(isolation: str, master: str) -> str:
