@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from criss.errors import WorkloadError
+from criss.errors import ConfigError, WorkloadError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -71,19 +71,16 @@ def memory_advice(config: ReplayConfig) -> str | None:
     )
 
 
-#: Spark's size suffixes (``JavaUtils.byteStringAs``); a bare number of driver memory is MiB.
-_SIZE_UNITS = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40, "p": 2**50}
-
-
 def _bytes_of(size: str) -> int | None:
-    """Bytes of a driver memory setting such as ``6g``, ``512m`` or ``4096`` (MiB), None
-    for one of another form."""
-    text = size.strip().lower().removesuffix("b")
-    unit = _SIZE_UNITS.get(text[-1:], None)
-    number = text[:-1] if unit else text
-    if not number.isdigit():
+    """Bytes of a driver memory setting such as ``6g``, ``512m`` or ``4096`` (a bare number
+    is MiB, as Spark reads this setting), None for one of another form (Spark judges it)."""
+    from criss.config import parse_bytes
+
+    text = size.strip()
+    try:
+        return parse_bytes(f"{text}m" if text.isdigit() else text, "spark.driver.memory")
+    except ConfigError:
         return None
-    return int(number) * (unit or _SIZE_UNITS["m"])
 
 
 def resolve_isolation(isolation: str, master: str) -> str:
