@@ -35,10 +35,12 @@ def jvm_unreachable(exc: BaseException) -> bool:
     >>> jvm_unreachable(ValueError("a query's own error"))
     False
     """
+    from py4j.protocol import Py4JNetworkError
+
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, ConnectionError) or type(exc).__name__ == "Py4JNetworkError":
+        if isinstance(exc, (ConnectionError, Py4JNetworkError)):
             return True
         exc = exc.__cause__ or exc.__context__
     return False
