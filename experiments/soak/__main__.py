@@ -23,6 +23,8 @@ from experiments.soak.faults import Injector
 from experiments.soak.work import APP_OPTIONS, APPS, FAULT_KINDS, Work, tier_bytes, tree_bytes
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "issue21"
+#: Seconds after which a fault that found nothing to hit is tried again.
+RETRY_SECONDS = 3.0
 
 
 class Soak:
@@ -118,11 +120,19 @@ class Soak:
         sampler = threading.Thread(target=self.sample, args=(started,), daemon=True)
         sampler.start()
         seconds = self.args.minutes * 60
-        for at, kind in self.schedule(seconds, rng):
+        pending = self.schedule(seconds, rng)
+        while pending:
+            at, kind = pending.pop(0)
             while time.monotonic() - started < at:
                 self._restart_exited()
                 time.sleep(0.2)
-            injector.inject(kind, self)
+            if not injector.inject(kind, self):
+                # nothing to hit yet (no cached file at that moment): a fault that never
+                # lands tests nothing, so the kind is tried again until the soak ends
+                retry = time.monotonic() - started + RETRY_SECONDS
+                if retry < seconds:
+                    pending.append((retry, kind))
+                    pending.sort()
             self._progress(started, injector)
         while time.monotonic() - started < seconds:
             self._restart_exited()

@@ -34,12 +34,15 @@ class Injector:
     faults: Counter = field(default_factory=Counter)
     notes: Counter = field(default_factory=Counter)
 
-    def inject(self, kind: str, soak: Any) -> None:
+    def inject(self, kind: str, soak: Any) -> bool:
+        """Inject one fault of ``kind``; False when it found nothing to hit (no cached
+        file yet, say): the soak tries that kind again later."""
         done = getattr(self, f"_{kind}")(soak)
         if done:
             self.faults[kind] += 1
         else:
             self.notes[f"{kind}_skipped"] += 1
+        return done
 
     def _victim(self) -> Path | None:
         files = partition_files(self.work)
