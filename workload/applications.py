@@ -175,7 +175,7 @@ class ApplicationPlayer:
         return self._description
 
     def warm_up(self, on_statement: Progress | None = None) -> dict[str, Any]:
-        """Warm the application up (``criss.workload.replay.warm_up``, and
+        """Warm the application up (``criss.workload.warmup.warm_up``, and
         ``warm_up_criss`` for a Criss mode); what each took."""
         return self._call("warm_up", on_progress=on_statement)
 
@@ -228,7 +228,8 @@ def _serve(
     """The child process: one Spark application playing ``mode``, one request at a time."""
     from criss.sparksession import local_spark
     from criss.workload.benchmarks import parquet_data
-    from criss.workload.replay import is_plain, spark_facts, warm_up, warm_up_criss
+    from criss.workload.replay import is_plain, spark_facts
+    from criss.workload.warmup import plain_runs, warm_up, warm_up_criss
 
     player: SessionPlayer | None = None
     try:
@@ -247,8 +248,12 @@ def _serve(
                 if request == "describe":
                     answer = spark_facts(spark)
                 elif request == "warm_up":
+                    # as many full runs of each statement in every application
                     seconds = warm_up(
-                        spark, stream, on_statement=lambda *p: conn.send(("progress", *p))
+                        spark,
+                        stream,
+                        runs=plain_runs(is_plain(mode)),
+                        on_statement=lambda *p: conn.send(("progress", *p)),
                     )
                     answer = {"statements": round(seconds, 4)}
                     if not is_plain(mode):

@@ -51,6 +51,7 @@ from criss.workload.applications import (
 from criss.workload.benchmarks import parquet_data
 from criss.workload.idle import wait_for_idle
 from criss.workload.streams import StreamQuery, check_stream, make_stream
+from criss.workload.warmup import distinct_statements, plain_runs, warm_up, warm_up_criss
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -341,14 +342,14 @@ def _players(
         for player in players.values():
             player.describe()  # every application up before any warms up
         if config.warmup:
-            for index, (mode, player) in enumerate(players.items()):
-                # one bar over every application's warm-up; each counts its own statements
+            # one bar over every application's warm-up; each counts its own statements
+            runs = {m: plain_runs(is_plain(m)) * len(distinct_statements(stream)) for m in players}
+            before = dict(zip(runs, itertools.accumulate([0, *runs.values()]), strict=False))
+            for mode, player in players.items():
                 warmed[mode] = player.warm_up(
                     None
                     if on_warmup is None
-                    else lambda done, total, i=index: on_warmup(
-                        i * total + done, total * len(players)
-                    )
+                    else lambda done, _, m=mode: on_warmup(before[m] + done, sum(runs.values()))
                 )
     except BaseException:
         for player in players.values():
@@ -442,83 +443,6 @@ def _data(config: ReplayConfig) -> Path:
             where,
         )
     return data.ensure(config.sf, where, quiet=True)
-
-
-def warm_up(
-    spark: SparkSession,
-    stream: list[StreamQuery],
-    *,
-    on_statement: Callable[[int, int], None] | None = None,
-) -> float:
-    """Run each distinct statement of ``stream`` once, untimed; return the seconds it took."""
-    statements = distinct_statements(stream)
-    progress_log.info(
-        "warm-up: running the %d distinct statements once through plain Spark, untimed "
-        "(JVM and page cache; --no-warmup skips it)",
-        len(statements),
-    )
-    from pyspark.errors import PySparkException
-
-    started = time.perf_counter()
-    for done, sql in enumerate(statements, 1):
-        try:
-            spark.sql(sql).collect()
-        except PySparkException as exc:  # the timed runs record it in every mode
-            progress_log.info("warm-up: Spark rejects a statement (%s)", spark_error(exc))
-        if on_statement:
-            on_statement(done, len(statements))
-    return time.perf_counter() - started
-
-
-def distinct_statements(stream: list[StreamQuery]) -> list[str]:
-    """The stream's statements, each once, in the order they first occur."""
-    return list(dict.fromkeys(item.sql for item in stream))
-
-
-def warm_up_criss(
-    spark: SparkSession, options: dict[str, Any], stream: list[StreamQuery]
-) -> dict[str, float]:
-    """Run the distinct statements of ``stream`` through Criss, untimed, in a throwaway
-    home, after ``warm_up`` ran them through plain Spark: each once as a first
-    sight (cached by its action, written), then once more as a repeat (served), so an
-    application warms up on the paths its mode will run, as plain Spark's does on its own.
-
-    What an application pays once (Python imports, the JVM code of Spark's columnar cache
-    and of Criss's bridge) then falls on no timed query, and neither does what a warm-up of
-    another kind would leave: a small table of its own (longs to booleans, cached and
-    served) run after the statements slowed plain Spark's next statements in the same
-    application by 9-12 % (22.97 and 22.80 s against 21.00 and 20.39 s for eight TPC-H
-    statements, SF 1, session 23; most likely the JIT compiler's code for the statements'
-    columns compiled again for the table's, which the probe did not look into). Nothing of
-    it reaches the replay's home, and Spark's cache is emptied when its session closes.
-    Returns the seconds it took (recorded apart) and what it cached and reused. A failure
-    only costs the warming: it is logged and the replay goes on."""
-    from pyspark.errors import PySparkException
-
-    import criss
-
-    statements = distinct_statements(stream)
-    progress_log.info(
-        "warm-up: running the %d distinct statements through Criss twice, untimed, in a "
-        "throwaway home",
-        len(statements),
-    )
-    started = time.perf_counter()
-    counters: dict[str, int] = {}
-    with tempfile.TemporaryDirectory(prefix="criss-warmup-") as scratch:
-        try:
-            with criss.session(spark, home=str(Path(scratch) / "home"), **options) as cs:
-                for _ in range(2):
-                    for sql in statements:
-                        try:
-                            cs.sql(sql).collect()
-                        except PySparkException:  # Spark's own rejection, as in warm_up
-                            pass
-                        cs.settle_harvests()
-                counters = {k: cs.counters[k] for k in ("operators_cached", "operators_reused")}
-        except Exception as exc:
-            progress_log.warning("warm-up: Criss's own warm-up failed (%s); replaying anyway", exc)
-    return {"seconds": round(time.perf_counter() - started, 4), **counters}
 
 
 def _results(

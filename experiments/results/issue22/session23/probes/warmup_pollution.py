@@ -23,9 +23,9 @@ from pathlib import Path
 import criss
 from criss.sparksession import local_spark
 from criss.workload.idle import wait_for_idle
-from criss.workload.replay import warm_up_criss
 from criss.workload.tpch import queries as tpch
 from criss.workload.tpch.data import register_views
+from criss.workload.warmup import warm_up_criss
 
 TABLE = "criss_warmup_table"
 COLUMNS = (
