@@ -17,8 +17,7 @@ input bytes at the learned input rate; if that reaches ``min_texec`` it is cache
 measure it once it recurs (``min_ref``). A first-seen query's result (``eager_results``)
 is not held to ``min_texec`` (the job that writes it is the query's own computation, not
 an extra one): it is cached when the benefit model says the repeats expected of it would
-pay for storing it and for the seconds caching a first-seen result takes besides (measured
-by the home, from the results it cached on first sight). The expected
+pay for it and for what caching on first sight adds to the query's time. The expected
 repeats are measured: how often a query's result had been seen before, over the home's
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
@@ -55,14 +54,12 @@ STAGE_BOUNDARIES = frozenset(
 )
 #: Where a decision's numbers came from.
 MEASURED, ESTIMATE = "measured", "estimate"
-#: Seconds caching a first-seen result takes besides storing its bytes (preparing the
-#: relation of Spark's cache in ``cs.sql()``, the background job that writes it from there,
-#: committing its files), assumed until a home has measured its own (see
-#: criss.planner.learning). A time, not a share of the query's: building a small result's
-#: cache in the action adds nothing measurable (first sights cached in the action ran
-#: 0.91-1.00x plain Spark at SF 1 in the replays of experiments/results/issue22/session24/,
-#: against 0.98x for positions where nothing was cached).
-FIRST_SIGHT_SECONDS = 0.1
+#: What caching a first-seen result in the user's action adds to the query's time, as a
+#: share of it: measured 1.089x plain Spark over the 22 TPC-H templates at SF 1, of which
+#: planning (done with or without caching) is ~0.03
+#: (experiments/results/issue22/first-sight-paths-sf1-engine.json); 1.067x with the paths
+#: in every order and no lifts (issue22/session13/first-sight-paths-sf1.json).
+FIRST_SIGHT_COST = 0.06
 #: What building Spark's cache of an operator's rows in the user's action adds to that
 #: action, as a share of the time writing them to the tier's files takes, for an operator
 #: under the query's result (the result's rows are materialized for the user anyway).
@@ -85,9 +82,7 @@ REASONS: Mapping[str, str] = {
     "eager_result": (
         "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
         "expected of a first-seen result here would save {expected_gain:.3f}s more than "
-        "storing it and caching it on first sight ({first_sight_seconds:.3f}s, "
-        "{first_sight_source}) cost (estimated Texec {estimated_texec:.3f}s, "
-        "~{estimated_size:.0f} bytes)"
+        "caching it costs (estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
     ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
@@ -123,8 +118,8 @@ REASONS: Mapping[str, str] = {
         "a first-seen query's result: the {expected_repeats:.2f} repeats expected of a "
         "first-seen result here would not pay for caching it (expected gain "
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s, "
-        "~{estimated_size:.0f} bytes; caching on first sight takes {first_sight_seconds:.3f}s "
-        "({first_sight_source}) besides storing it)"
+        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
+        "Texec)"
     ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
     "cheap_to_compute": (
@@ -206,10 +201,7 @@ class CachingRules:
     results_only: bool = False
     #: Repeats a first-seen result can expect, measured over the recent queries.
     expected_repeats: float = 1.0
-    #: Seconds caching a first-seen result takes besides storing its bytes, and whether
-    #: they were measured (``MEASURED``) or ``"assumed"``.
-    first_sight_seconds: float = FIRST_SIGHT_SECONDS
-    first_sight_source: str = "assumed"
+    first_sight_cost: float = FIRST_SIGHT_COST
     #: Bytes per second Criss's writes of results were measured to reach (None: none
     #: measured yet, storing is priced at ``disk_bandwidth`` as reading is).
     write_bandwidth: float | None = None
@@ -384,8 +376,8 @@ def _eager_verdict(
     texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
     transfer, store = transfer_seconds(size, rules.disk_bandwidth, rules.write_bandwidth)
-    # seconds the expected repeats save, less storing it and the rest caching it takes
-    gain = repeats * (texec - transfer) - store - rules.first_sight_seconds
+    # seconds the expected repeats save, less writing and the first sight's added time
+    gain = repeats * (texec - transfer) - store - rules.first_sight_cost * texec
     benefit = rules.benefit_of(stats, repeats, texec, size)
     numbers = {
         **numbers,
@@ -393,8 +385,7 @@ def _eager_verdict(
         "result_ratio": rules.result_ratio,
         "max_rows": max_rows(node),
         "expected_repeats": repeats,
-        "first_sight_seconds": rules.first_sight_seconds,
-        "first_sight_source": rules.first_sight_source,
+        "first_sight_cost": rules.first_sight_cost,
         "expected_gain": gain,
         "benefit": benefit,
     }

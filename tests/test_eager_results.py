@@ -4,14 +4,12 @@ a stream of ever new parameters stops paying for caching each first sight."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from rowcompare import assert_same_rows
 
 import criss
 from criss.planner.learning import DEFAULT_RESULT_RATIO
-from criss.policies.decisions import BOUNDED_COLUMN_BYTES, FIRST_SIGHT_SECONDS
+from criss.policies.decisions import BOUNDED_COLUMN_BYTES
 from criss.qtree.rewrite import result_node
 
 #: A parameter no rule reuses across values (not a range or IN list on a column).
@@ -150,27 +148,3 @@ def test_a_cached_operator_measured_cheaper_than_min_texec_is_computed_inside_a_
         df = cs.sql(AVERAGE_SPENT)
         assert_same_rows(df.collect(), tpch.sql(AVERAGE_SPENT).collect())
         assert cs.last_query_summary()["operators_reused"] >= 1
-
-
-def test_what_caching_a_first_sight_takes_is_measured_and_kept_in_the_home(tpch, tmp_path):
-    """The seconds caching a first-seen result takes besides storing its bytes (preparing
-    Spark's cache of it, writing it from there) are measured from the results this home
-    cached, instead of an assumed share of the query's time, and explain says which."""
-    home = str(tmp_path / "h")
-    with criss.session(tpch, home=home) as cs:
-        assert cs.learning.first_sight_seconds == (FIRST_SIGHT_SECONDS, False)
-        cs.sql(NEW_PARAMETERS.format(2)).collect()
-        assert _result_decision(cs).numbers["first_sight_source"] == "assumed"
-        cs.report()  # the result's write, committed
-        seconds, measured = cs.learning.first_sight_seconds
-        assert measured and seconds > 0 and seconds != FIRST_SIGHT_SECONDS
-        cs.sql(NEW_PARAMETERS.format(3)).collect()
-        decision = _result_decision(cs)
-        assert decision.numbers["first_sight_source"] == "measured"
-        assert decision.numbers["first_sight_seconds"] == pytest.approx(seconds)
-        # (the seconds of the last result's write are blended in by now)
-        assert re.search(
-            r"on first sight \(0\.\d{3}s, measured\)", cs.explain(cs.sql(NEW_PARAMETERS.format(4)))
-        )
-    with criss.session(tpch, home=home) as cs:  # the next application starts from it
-        assert cs.learning.first_sight_seconds[1]

@@ -12,7 +12,6 @@ from criss.planner.spark_cache import builds_spark_cache_in_action
 from criss.policies.decisions import (
     CACHE,
     IN_ACTION_BUILD_SHARE,
-    MEASURED,
     REUSE,
     CachingRules,
     Decision,
@@ -32,7 +31,6 @@ OperatorPath = tuple[int, ...]
 
 def caching_rules(session: CrissSession) -> CachingRules:
     options = session.options
-    first_sight, measured = session.learning.first_sight_seconds
     return CachingRules(
         policy=session.policy,
         # the paper chooses what to cache assuming the worst case: it will sit on disk
@@ -46,8 +44,6 @@ def caching_rules(session: CrissSession) -> CachingRules:
         eager_results=options.eager_results,
         results_only=options.reuse_scope == "results",
         expected_repeats=session.learning.expected_repeats,
-        first_sight_seconds=first_sight,
-        first_sight_source=MEASURED if measured else "assumed",
         write_bandwidth=session.learning.write_bandwidth,
         in_action_build_share=IN_ACTION_BUILD_SHARE
         if builds_spark_cache_in_action(session)

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss.policies.decisions import FIRST_SIGHT_SECONDS, stages_of
+from criss.policies.decisions import stages_of
 from criss.qtree.executed import PlannedQuery, standing_in
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable
@@ -43,9 +43,6 @@ PARQUET_RATIO_MIN_BYTES = 1 << 20
 #: Writes of results from which the write bandwidth is learned: big enough that a write's
 #: fixed cost (a job, a file) does not dominate its seconds per byte.
 WRITE_BANDWIDTH_MIN_BYTES = 1 << 20
-#: Results whose caching teaches the seconds a first sight's caching takes besides storing
-#: its bytes: small enough that their bytes do not count (most results are).
-FIRST_SIGHT_MAX_BYTES = WRITE_BANDWIDTH_MIN_BYTES
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
@@ -223,25 +220,6 @@ class Learning:
             self.qtree.set_meta("write_bandwidth", observed)
         else:
             self._blend("write_bandwidth", observed, observed)
-
-    @property
-    def first_sight_seconds(self) -> tuple[float, bool]:
-        """Seconds caching a first-seen result takes besides storing its bytes, and
-        whether this home measured them (else ``FIRST_SIGHT_SECONDS`` is assumed)."""
-        seconds = self._rate("first_sight_seconds", FIRST_SIGHT_SECONDS)
-        return seconds, self.qtree.meta("first_sight_seconds") is not None
-
-    def learn_first_sight_seconds(self, size_bytes: int, seconds: float) -> None:
-        """Blend in what caching one small query result on first sight took: preparing
-        Spark's cache of it in ``cs.sql()``, writing it from there, storing the files.
-        The first measured one is taken as it is."""
-        if size_bytes >= FIRST_SIGHT_MAX_BYTES or seconds < 0:
-            return
-        if self.qtree.meta("first_sight_seconds") is None:
-            self._rates["first_sight_seconds"] = seconds
-            self.qtree.set_meta("first_sight_seconds", seconds)
-        else:
-            self._blend("first_sight_seconds", FIRST_SIGHT_SECONDS, seconds)
 
     def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
         """Blend in the Parquet bytes per default-width byte of a measured write (big

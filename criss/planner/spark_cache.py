@@ -341,8 +341,6 @@ def _learn(
     learning.learn_write_bandwidth(stored.bytes, write_seconds)
     if pending.scanned is not None:
         learning.learn_result_ratio(stored.bytes, pending.scanned)
-        # a query's result: what caching it took is what caching a first sight takes
-        learning.learn_first_sight_seconds(stored.bytes, pending.prepare_seconds + write_seconds)
 
 
 def fully_committed(pending: PendingCache) -> bool:
