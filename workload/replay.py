@@ -343,14 +343,16 @@ def _players(
             player.describe()  # every application up before any warms up
         if config.warmup:
             # one bar over every application's warm-up; each counts its own statements
-            runs = {m: plain_runs(is_plain(m)) * len(distinct_statements(stream)) for m in players}
-            before = dict(zip(runs, itertools.accumulate([0, *runs.values()]), strict=False))
+            distinct = len(distinct_statements(stream))
+            total = sum(plain_runs(is_plain(m)) * distinct for m in players)
+            offset = 0
             for mode, player in players.items():
                 warmed[mode] = player.warm_up(
                     None
                     if on_warmup is None
-                    else lambda done, _, m=mode: on_warmup(before[m] + done, sum(runs.values()))
+                    else lambda done, _, start=offset: on_warmup(start + done, total)
                 )
+                offset += plain_runs(is_plain(mode)) * distinct
     except BaseException:
         for player in players.values():
             player.close()
