@@ -34,7 +34,12 @@ from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
 from criss.planner.explain import format_explain
-from criss.planner.learning import ExecutionFacts, Learning, facts_from_execution
+from criss.planner.learning import (
+    ExecutionFacts,
+    Learning,
+    cache_read_facts,
+    facts_from_execution,
+)
 from criss.planner.spark_cache import (
     PendingCache,
     commit_cached,
@@ -111,6 +116,17 @@ class CrissSession:
         self.listener = self._listen()
         self._forget_unused(self.counters)
 
+    @property
+    def read_bandwidth(self) -> float | None:
+        """Reading a cached result back from the disk tier, as measured: the bandwidth the
+        queries' reads of cached entries reached, through the disk's medium. None before
+        one was measured, or when the disk's bandwidth is configured (it then decides)."""
+        measured = self.learning.read_bandwidth
+        medium = self.cache.tiers["disk"].medium_bandwidth
+        if measured is None or medium is None:
+            return None
+        return 1 / (1 / medium + 1 / measured)
+
     def _listen(self) -> ExecutionListener | None:
         """Learn from every action run on this SparkSession (the paper's runtime statistics
         collection); without a listener, Criss learns only from its own jobs."""
@@ -146,6 +162,8 @@ class CrissSession:
 
             self.learning.harvest_later(read_written, writing)
         if wanted == frozenset():
+            if planned is not None:  # all of it was served: what reading the cache took
+                self.learning.harvest_later(lambda ratio: cache_read_facts(self, finished), ())
             return
         handed_out = frozenset(self._handed_out.keys())
 

@@ -170,6 +170,7 @@ def calibrate(tiers: list[Tier], options: CrissOptions, qtree: QTree, codec_rate
                 else measure_tier_bandwidth(tier, _calibration_bytes(tier))
             )
             qtree.set_meta(key, medium)
+        tier.medium_bandwidth = float(medium)
         tier.bandwidth = 1 / (1 / float(medium) + 1 / codec_rate)
 
 

@@ -97,7 +97,7 @@ REASONS: Mapping[str, str] = {
         "than scanning its columns again"
     ),
     "no_benefit": (
-        "benefit {benefit:.3g} <= 0 (read back at the disk's {bandwidth:.3g} B/s, stored at "
+        "benefit {benefit:.3g} <= 0 (read back at {bandwidth:.3g} B/s ({read_source}), stored at "
         "{write_bandwidth:.3g} B/s, building Spark's cache of it in the action included at "
         "{in_action_build_share:.0%} of writing it)"
     ),
@@ -180,7 +180,8 @@ def describe(decision: Decision) -> str:
     if template is None:
         return decision.reason
     try:
-        return template.format(**decision.numbers)
+        # decisions logged before reads were measured priced them at the calibrated rate
+        return template.format(**{"read_source": "calibrated", **decision.numbers})
     except (KeyError, ValueError, TypeError):
         return decision.reason
 
@@ -208,6 +209,19 @@ class CachingRules:
     #: What building Spark's cache of an operator under the result adds to the user's
     #: action, as a share of writing its rows (0: results are not cached in the action).
     in_action_build_share: float = 0.0
+    #: Bytes per second the queries that read cached entries back were measured to read
+    #: them at, through the disk's medium (None: none measured yet, reading is priced at
+    #: ``disk_bandwidth``, the calibrated one).
+    read_bandwidth: float | None = None
+
+    @property
+    def load_bandwidth(self) -> float:
+        """What reading a result back once is priced at: measured, else the disk's."""
+        return self.read_bandwidth or self.disk_bandwidth
+
+    @property
+    def read_source(self) -> str:
+        return "measured in queries reading the cache" if self.read_bandwidth else "calibrated"
 
     @property
     def store_bandwidth(self) -> float:
@@ -238,13 +252,15 @@ class CachingRules:
         else at the one measured."""
         recency = max(stats.last_access - self.start_time, 1e-3)
         write_bandwidth = write_bandwidth or self.write_bandwidth
+        if write_bandwidth is None and self.read_bandwidth:
+            write_bandwidth = self.disk_bandwidth  # a measured read says nothing of writing
         # passed only once measured: a benefit model registered without the keyword works on
         extra = {} if write_bandwidth is None else {"write_bandwidth": write_bandwidth}
         return self.policy.benefit(
             ref=ref,
             texec=texec,
             size_bytes=float(size_bytes),
-            bandwidth=self.disk_bandwidth,
+            bandwidth=self.load_bandwidth,
             recency=recency,
             **extra,
         )
@@ -323,7 +339,8 @@ def _measured_verdict(
         "ref": stats.ref,
         "texec": stats.texec,
         "size_bytes": stats.size_bytes,
-        "bandwidth": rules.disk_bandwidth,
+        "bandwidth": rules.load_bandwidth,
+        "read_source": rules.read_source,
         "write_bandwidth": built or rules.store_bandwidth,
         "in_action_build_share": rules.in_action_build_share if built else 0.0,
     }
@@ -375,7 +392,7 @@ def _eager_verdict(
     size = estimated_result_size(node, scanned, rules.result_ratio)
     texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
-    transfer, store = transfer_seconds(size, rules.disk_bandwidth, rules.write_bandwidth)
+    transfer, store = transfer_seconds(size, rules.load_bandwidth, rules.store_bandwidth)
     # seconds the expected repeats save, less writing and the first sight's added time
     gain = repeats * (texec - transfer) - store - rules.first_sight_cost * texec
     benefit = rules.benefit_of(stats, repeats, texec, size)

@@ -47,6 +47,9 @@ class Tier(ABC):
     name: str
     capacity_bytes: int | None
     bandwidth: float | None = None
+    #: The medium's own bandwidth, without Spark's encoding (None: ``bandwidth`` was
+    #: configured as a whole).
+    medium_bandwidth: float | None = None
 
     @abstractmethod
     def write(self, name: str, source: BinaryIO) -> int:

@@ -307,6 +307,10 @@ def test_every_reason_renders_with_its_numbers():
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))
         assert text and text != code and "{" not in text, code
+    measured = describe(Decision(SKIP, "no_benefit", {**numbers, "read_source": "measured"}))
+    assert "(measured)" in measured and "(calibrated)" in describe(
+        Decision(SKIP, "no_benefit", numbers)
+    )
     assert describe(Decision(SKIP, "a_reason_from_a_newer_criss")) == "a_reason_from_a_newer_criss"
 
 

@@ -21,6 +21,10 @@ class OperatorMetrics:
     rows: int | None = None
     task_seconds: float = 0.0
     row_width: int = 0
+    #: Task seconds its file scans spent reading and decoding files (Spark's "scan time",
+    #: already inside ``task_seconds``), and the bytes of the files they read.
+    scan_seconds: float = 0.0
+    file_bytes: int = 0
 
 
 #: SQLMetric.toString: "SQLMetric(id: 12, name: Some(number of output rows), value: 57)".
@@ -30,6 +34,8 @@ _METRIC = re.compile(r"(\w+) -> SQLMetric\(id: \d+, name: (?:Some\([^)]*\)|None)
 #: subtraction in ``_MetricsWalk._visit_codegen``.
 _TIME_METRICS = {"pipelineTime", "collectTime", "buildTime", "shuffleWriteTime"}
 _NANOSECOND_METRICS = {"shuffleWriteTime"}
+#: A file scan's own reading time (ms; inside its pipeline's time) and the bytes it read.
+_SCAN_TIME, _FILES_SIZE = "scanTime", "filesSize"
 #: Physical nodes past which a pipeline does not continue (stage and exchange boundaries).
 _PIPELINE_BREAKERS = ("Exchange", "QueryStageExec", "AdaptiveSparkPlanExec")
 
@@ -134,6 +140,9 @@ class _MetricsWalk:
         if "numOutputRows" in metrics:
             entry.rows = metrics["numOutputRows"]  # visited after its children: topmost wins
         entry.task_seconds += seconds
+        if _SCAN_TIME in metrics:
+            entry.scan_seconds += metrics[_SCAN_TIME] / 1e3
+            entry.file_bytes += metrics.get(_FILES_SIZE, 0)
         return path
 
     def _visit_codegen(self, p: Any, seconds: float, enclosing: list[float] | None) -> Path | None:

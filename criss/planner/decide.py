@@ -45,6 +45,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         results_only=options.reuse_scope == "results",
         expected_repeats=session.learning.expected_repeats,
         write_bandwidth=session.learning.write_bandwidth,
+        read_bandwidth=session.read_bandwidth,
         in_action_build_share=IN_ACTION_BUILD_SHARE
         if builds_spark_cache_in_action(session)
         else 0.0,

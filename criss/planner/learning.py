@@ -43,6 +43,8 @@ PARQUET_RATIO_MIN_BYTES = 1 << 20
 #: Writes of results from which the write bandwidth is learned: big enough that a write's
 #: fixed cost (a job, a file) does not dominate its seconds per byte.
 WRITE_BANDWIDTH_MIN_BYTES = 1 << 20
+#: Reads of cached entries from which the read bandwidth is learned (as for writes).
+READ_BANDWIDTH_MIN_BYTES = 1 << 20
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
@@ -81,6 +83,10 @@ class ExecutionFacts:
     cached: list[Any] = field(default_factory=list)
     #: Join key measurements run after an action: meta key → {"rows", "ndv"}.
     measured: dict[str, Any] = field(default_factory=dict)
+    #: Bytes of cached entries' files the action's scans read, and the seconds they took
+    #: (their task time spread over the application's cores).
+    cache_read_bytes: int = 0
+    cache_read_seconds: float = 0.0
 
 
 class Learning:
@@ -221,6 +227,25 @@ class Learning:
         else:
             self._blend("write_bandwidth", observed, observed)
 
+    @property
+    def read_bandwidth(self) -> float | None:
+        """Bytes per second the queries reading cached entries back read them at (their
+        scans' own time: the files' medium and Parquet decoding), None before the first big
+        enough read was measured."""
+        return self._rate("read_bandwidth", 0.0) or None
+
+    def learn_read_bandwidth(self, size_bytes: int, seconds: float) -> None:
+        """Blend in the bytes per second of one action's reads of cached entries (at least
+        ``READ_BANDWIDTH_MIN_BYTES``); the first measured one is taken as it is."""
+        if size_bytes < READ_BANDWIDTH_MIN_BYTES or seconds <= 0:
+            return
+        observed = size_bytes / seconds
+        if self.read_bandwidth is None:
+            self._rates["read_bandwidth"] = observed
+            self.qtree.set_meta("read_bandwidth", observed)
+        else:
+            self._blend("read_bandwidth", observed, observed)
+
     def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
         """Blend in the Parquet bytes per default-width byte of a measured write (big
         enough that file footers do not dominate)."""
@@ -301,6 +326,7 @@ class Learning:
             self.qtree.set_meta(key, {"rows": found["rows"], "ndv": ndv})
             self.measurements += 1
         self.learn_from_run(facts)
+        self.learn_read_bandwidth(facts.cache_read_bytes, facts.cache_read_seconds)
         if facts.written or facts.cached:
             self._written.append(facts)
         return len(facts.statistics)
@@ -408,14 +434,49 @@ def facts_from_execution(
     )
     result = result_node(tree)
     known = statistics.get(result.fingerprint)
+    parallelism = session.bridge.parallelism
+    read_bytes, read_seconds = cache_reads(tree, metrics, session.cache.locations())
     return ExecutionFacts(
         statistics,
         seconds=finished.seconds,
-        compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
+        compute_seconds=sum(m.task_seconds for m in metrics.values()) / parallelism,
         stages=stages_of(tree),
         scanned_bytes=tree.scanned_bytes,
         result_bytes=None if known is None or partial else known[1],
+        cache_read_bytes=read_bytes,
+        cache_read_seconds=read_seconds / parallelism,
     )
+
+
+def cache_read_facts(session: CrissSession, finished: FinishedExecution) -> ExecutionFacts:
+    """What a finished action's reads of cached entries took, and nothing else (an action
+    the cache served in full computed no operator of its own)."""
+    captured, metrics = finished.statistics(session.bridge)
+    tree = session.canonical_tree(captured)
+    read_bytes, seconds = cache_reads(tree, metrics, session.cache.locations())
+    return ExecutionFacts(
+        cache_read_bytes=read_bytes, cache_read_seconds=seconds / session.bridge.parallelism
+    )
+
+
+def cache_reads(
+    tree: PlanNode, metrics: Mapping[tuple[int, ...], Any], locations: Collection[str]
+) -> tuple[int, float]:
+    """Bytes of cached entries' files an executed ``tree`` read and the task seconds its
+    scans of them took: the scans (credited to the filter or projection over their file
+    relation) whose every file relation has every root under one of the tiers'
+    ``locations``. A scan Spark did not time (not vectorized) is left out."""
+    nodes = {n.path: n for n in tree.walk()}
+    read_bytes, seconds = 0, 0.0
+    for path, found in metrics.items():
+        node = nodes.get(path)
+        if node is None or not found.file_bytes or found.scan_seconds <= 0:
+            continue
+        roots = [root for leaf in node.leaves() for root in (leaf.relation or {}).get("roots", ())]
+        if roots and all(any(location in root for location in locations) for root in roots):
+            read_bytes += found.file_bytes
+            seconds += found.scan_seconds
+    return read_bytes, seconds
 
 
 def _read_partially(tree: PlanNode) -> list[tuple[int, ...]]:

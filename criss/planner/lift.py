@@ -199,9 +199,9 @@ def _weigh(
             cost_ratio=ratio,
             cost_source=source,
             lifted_bytes=_lifted_bytes(work, node, sites, lifted_rows),
-            bandwidth=rules.disk_bandwidth,
+            bandwidth=rules.load_bandwidth,
             fixed_seconds=rules.stage_seconds,
-            write_bandwidth=rules.write_bandwidth,
+            write_bandwidth=rules.store_bandwidth,
             lifted_rows=lifted_rows,
         )
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from criss.bridge import PartitionedResult
 from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
-from criss.planner.learning import ExecutionFacts, statistics_from_metrics
+from criss.planner.learning import ExecutionFacts, cache_reads, statistics_from_metrics
 from criss.planner.workspace import Workspace
 from criss.qtree.executed import PlannedQuery, planned_query, standing_in
 from criss.qtree.plan import PlanNode
@@ -98,9 +98,7 @@ def _learn_from_execution(
     planned = planned_below(work, node)
 
     def read(parquet_ratio: float) -> ExecutionFacts:
-        return ExecutionFacts(
-            result_statistics(session, result, wanted, wall, parquet_ratio, planned)
-        )
+        return result_facts(session, result, wanted, wall, parquet_ratio, planned)
 
     session.learning.harvest_later(read)
 
@@ -130,22 +128,28 @@ def computed_below(work: Workspace, node: PlanNode) -> frozenset[str]:
     )
 
 
-def result_statistics(
+def result_facts(
     session: CrissSession,
     result: PartitionedResult | CachedResult,
     wanted: Collection[str],
     wall: float,
     parquet_ratio: float,
     planned: PlannedQuery | None = None,
-) -> dict[str, tuple[float, int, int]]:
+) -> ExecutionFacts:
     """Statistics of ``wanted`` operators off the physical operators ``result`` ran (those
-    above what the cache served under their ``planned`` fingerprints)."""
+    above what the cache served under their ``planned`` fingerprints), and its reads of
+    cached entries."""
     metrics = result.operator_metrics()
     # the plan and file listings it ran with: no second optimization, no re-listing
     captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
     executed = session.canonical_tree(captured)
     renamed = None if planned is None else standing_in(executed, planned)
-    return statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio, renamed)
+    read_bytes, read_seconds = cache_reads(executed, metrics, session.cache.locations())
+    return ExecutionFacts(
+        statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio, renamed),
+        cache_read_bytes=read_bytes,
+        cache_read_seconds=read_seconds / session.bridge.parallelism,
+    )
 
 
 def planned_below(work: Workspace, node: PlanNode) -> PlannedQuery | None:

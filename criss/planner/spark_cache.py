@@ -29,7 +29,7 @@ from criss.planner.materialize import (
     computed_below,
     planned_below,
     query_result_input,
-    result_statistics,
+    result_facts,
     unmeasured,
 )
 from criss.planner.workspace import Workspace
@@ -228,7 +228,7 @@ def write_cached(
     """
     action_seconds = finished.seconds
     writes: list[CachedWrite] = []
-    statistics: dict[str, tuple[float, int, int]] = {}
+    facts = ExecutionFacts(seconds=action_seconds)
     for item in pending:
         if item.finished:
             continue
@@ -256,14 +256,16 @@ def write_cached(
             item.cached.unpersist()  # its files hold it now: free Spark's memory at once
         if len(indices) == count and item.computed:
             texec = item.texec(action_seconds)
-            statistics.update(
-                result_statistics(
-                    session, item.cached, item.computed, texec, parquet_ratio, item.planned
-                )
+            ran = result_facts(
+                session, item.cached, item.computed, texec, parquet_ratio, item.planned
             )
+            facts.statistics.update(ran.statistics)
+            facts.cache_read_bytes += ran.cache_read_bytes
+            facts.cache_read_seconds += ran.cache_read_seconds
     if not writes:
         return None
-    return ExecutionFacts(statistics, seconds=action_seconds, cached=writes)
+    facts.cached = writes
+    return facts
 
 
 def _ran_on(session: CrissSession, item: PendingCache, finished: FinishedExecution) -> bool:
