@@ -281,6 +281,7 @@ class CrissSession:
                 "harvest_seconds": round(self.learning.harvest_seconds, 3),
                 "write_seconds": round(self.learning.write_seconds, 3),
                 "write_bandwidth": self.learning.write_bandwidth,
+                "read_bandwidth": self.read_bandwidth,
                 "executions_read": self.learning.executions_read,
                 "policy": self.policy.name,
                 "media": self.options.media,

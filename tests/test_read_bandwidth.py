@@ -4,6 +4,8 @@ stays priced at what writes were measured to take."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from rowcompare import assert_same_rows
 
@@ -96,6 +98,7 @@ def test_queries_reading_the_cache_teach_the_read_bandwidth(spark, tmp_path):
         assert learned is not None and learned > 0
         medium = cs.cache.tiers["disk"].medium_bandwidth
         assert cs.read_bandwidth == pytest.approx(1 / (1 / medium + 1 / learned))
+        assert cs.report()["read_bandwidth"] == cs.read_bandwidth
         rules = caching_rules(cs)
         assert rules.load_bandwidth == cs.read_bandwidth != cs.disk_bandwidth
         assert rules.store_bandwidth != rules.load_bandwidth
@@ -113,3 +116,20 @@ def test_a_configured_disk_bandwidth_is_not_replaced_by_measured_reads(spark, tm
         assert caching_rules(cs).load_bandwidth == cs.disk_bandwidth == 5 * MB
     finally:
         cs.close()
+
+
+@pytest.mark.spark
+def test_read_time_is_spread_over_the_task_slots_not_the_default_parallelism(spark):
+    """Local mode runs ``local[N]``'s N tasks at once whatever spark.default.parallelism
+    says (4 in Criss's local defaults): the seconds a read took are its task time over N."""
+    from criss.bridge import CatalystBridge
+
+    bridge = CatalystBridge(spark)
+    master = spark.sparkContext.master
+    if master.startswith("local"):
+        cores = master[len("local[") : -1] if master.startswith("local[") else "1"
+        expected = os.cpu_count() if cores == "*" else int(cores.split(",")[0])
+        assert bridge.task_slots() == expected
+    else:  # the loopback cluster: two one-core executors once registered
+        assert bridge.task_slots() in (2, bridge.parallelism)
+    assert bridge.parallelism == spark.sparkContext.defaultParallelism

@@ -84,7 +84,7 @@ class ExecutionFacts:
     #: Join key measurements run after an action: meta key → {"rows", "ndv"}.
     measured: dict[str, Any] = field(default_factory=dict)
     #: Bytes of cached entries' files the action's scans read, and the seconds they took
-    #: (their task time spread over the application's cores).
+    #: (their task time spread over the application's task slots).
     cache_read_bytes: int = 0
     cache_read_seconds: float = 0.0
 
@@ -434,17 +434,16 @@ def facts_from_execution(
     )
     result = result_node(tree)
     known = statistics.get(result.fingerprint)
-    parallelism = session.bridge.parallelism
-    read_bytes, read_seconds = cache_reads(tree, metrics, session.cache.locations())
+    read_bytes, read_seconds = wall_cache_reads(session, tree, metrics)
     return ExecutionFacts(
         statistics,
         seconds=finished.seconds,
-        compute_seconds=sum(m.task_seconds for m in metrics.values()) / parallelism,
+        compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
         stages=stages_of(tree),
         scanned_bytes=tree.scanned_bytes,
         result_bytes=None if known is None or partial else known[1],
         cache_read_bytes=read_bytes,
-        cache_read_seconds=read_seconds / parallelism,
+        cache_read_seconds=read_seconds,
     )
 
 
@@ -453,10 +452,17 @@ def cache_read_facts(session: CrissSession, finished: FinishedExecution) -> Exec
     the cache served in full computed no operator of its own)."""
     captured, metrics = finished.statistics(session.bridge)
     tree = session.canonical_tree(captured)
+    read_bytes, seconds = wall_cache_reads(session, tree, metrics)
+    return ExecutionFacts(cache_read_bytes=read_bytes, cache_read_seconds=seconds)
+
+
+def wall_cache_reads(
+    session: CrissSession, tree: PlanNode, metrics: Mapping[tuple[int, ...], Any]
+) -> tuple[int, float]:
+    """``cache_reads`` of an executed plan with their task seconds spread over the task
+    slots Spark had (the wall time reading took)."""
     read_bytes, seconds = cache_reads(tree, metrics, session.cache.locations())
-    return ExecutionFacts(
-        cache_read_bytes=read_bytes, cache_read_seconds=seconds / session.bridge.parallelism
-    )
+    return read_bytes, (seconds / session.bridge.task_slots() if read_bytes else 0.0)
 
 
 def cache_reads(

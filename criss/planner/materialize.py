@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from criss.bridge import PartitionedResult
 from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
-from criss.planner.learning import ExecutionFacts, cache_reads, statistics_from_metrics
+from criss.planner.learning import ExecutionFacts, statistics_from_metrics, wall_cache_reads
 from criss.planner.workspace import Workspace
 from criss.qtree.executed import PlannedQuery, planned_query, standing_in
 from criss.qtree.plan import PlanNode
@@ -144,11 +144,11 @@ def result_facts(
     captured = session.bridge.capture_plan(result.optimized_plan(), refresh_listings=False)
     executed = session.canonical_tree(captured)
     renamed = None if planned is None else standing_in(executed, planned)
-    read_bytes, read_seconds = cache_reads(executed, metrics, session.cache.locations())
+    read_bytes, read_seconds = wall_cache_reads(session, executed, metrics)
     return ExecutionFacts(
         statistics_from_metrics(executed, metrics, wanted, wall, parquet_ratio, renamed),
         cache_read_bytes=read_bytes,
-        cache_read_seconds=read_seconds / session.bridge.parallelism,
+        cache_read_seconds=read_seconds,
     )
 
 
