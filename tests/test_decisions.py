@@ -334,3 +334,18 @@ def test_a_query_record_survives_its_json():
     assert back == record.operators
     assert back[0].reused == "cd" * 32 and back[0].cached is None
     assert operators_from_json("not json") == [] and operators_from_json(None) == []
+
+
+def test_a_measured_read_prices_loading_and_leaves_storing_at_the_disks_bandwidth():
+    stats = _stats("fp", 2, texec=1.0, size=MB, rows=10, source="measured")
+    calibrated = _rules(disk_bandwidth=1e6)
+    measured = _rules(disk_bandwidth=1e6, read_bandwidth=1e9)
+    # calibrated: 2 x (1 s - 1.05 s to load) - 1.05 s to store < 0
+    assert calibrated.benefit(stats) < 0
+    # measured: loading takes ~1 ms, storing still 1.05 s at the disk's bandwidth
+    expected = 100.0 * (2 * (1.0 - MB / 1e9) - MB / 1e6)
+    assert measured.benefit(stats) == pytest.approx(expected)
+    assert (measured.load_bandwidth, measured.store_bandwidth) == (1e9, 1e6)
+    assert measured.read_source != calibrated.read_source
+    written = _rules(disk_bandwidth=1e6, read_bandwidth=1e9, write_bandwidth=4e6)
+    assert written.benefit(stats) == pytest.approx(100.0 * (2 * (1.0 - MB / 1e9) - MB / 4e6))

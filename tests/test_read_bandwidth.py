@@ -13,10 +13,7 @@ import criss
 from criss.bridge import OperatorMetrics
 from criss.planner.decide import caching_rules
 from criss.planner.learning import cache_reads
-from criss.policies import get_policy
-from criss.policies.decisions import CachingRules
 from criss.qtree.plan import PlanNode
-from criss.qtree.tree import NodeStats
 
 MB = 1 << 20
 CACHE_ROOT = "/dev/shm/criss-root/abc"
@@ -41,33 +38,6 @@ def test_only_timed_scans_of_cached_files_count_as_reads_of_the_cache():
     }
     assert cache_reads(tree, metrics, (CACHE_ROOT, "/home/criss/disk")) == (4 * MB, 0.25)
     assert cache_reads(tree, metrics, ("/elsewhere",)) == (0, 0.0)
-
-
-def _rules(**changes) -> CachingRules:
-    base = dict(
-        policy=get_policy("criss"),
-        disk_bandwidth=1e6,
-        start_time=0.0,
-        scan_rate=64e6,
-        min_ref=2,
-        min_texec=0.2,
-    )
-    return CachingRules(**{**base, **changes})
-
-
-def test_a_measured_read_prices_loading_and_leaves_storing_at_the_disks_bandwidth():
-    stats = NodeStats("fp", "Join", 2, 0.0, 100.0, 1.0, MB, 10, "measured")
-    calibrated = _rules()
-    measured = _rules(read_bandwidth=1e9)
-    # calibrated: 2 x (1 s - 1.05 s to load) - 1.05 s to store < 0
-    assert calibrated.benefit(stats) < 0
-    # measured: loading takes ~1 ms, storing still 1.05 s at the disk's bandwidth
-    expected = 100.0 * (2 * (1.0 - MB / 1e9) - MB / 1e6)
-    assert measured.benefit(stats) == pytest.approx(expected)
-    assert (measured.load_bandwidth, measured.store_bandwidth) == (1e9, 1e6)
-    assert measured.read_source != calibrated.read_source
-    written = _rules(read_bandwidth=1e9, write_bandwidth=4e6)
-    assert written.benefit(stats) == pytest.approx(100.0 * (2 * (1.0 - MB / 1e9) - MB / 4e6))
 
 
 WIDE = "select id, x * 2 as y, g from read_bw where x > 0.01"

@@ -218,14 +218,17 @@ class Learning:
     def learn_write_bandwidth(self, size_bytes: int, seconds: float) -> None:
         """Blend in the bytes per second of one measured write of a whole result (at least
         ``WRITE_BANDWIDTH_MIN_BYTES``); the first measured one is taken as it is."""
-        if size_bytes < WRITE_BANDWIDTH_MIN_BYTES or seconds <= 0:
+        self._learn_bandwidth("write_bandwidth", WRITE_BANDWIDTH_MIN_BYTES, size_bytes, seconds)
+
+    def _learn_bandwidth(self, name: str, min_bytes: int, size_bytes: int, seconds: float) -> None:
+        if size_bytes < min_bytes or seconds <= 0:
             return
         observed = size_bytes / seconds
-        if self.write_bandwidth is None:
-            self._rates["write_bandwidth"] = observed
-            self.qtree.set_meta("write_bandwidth", observed)
+        if not self._rate(name, 0.0):
+            self._rates[name] = observed
+            self.qtree.set_meta(name, observed)
         else:
-            self._blend("write_bandwidth", observed, observed)
+            self._blend(name, observed, observed)
 
     @property
     def read_bandwidth(self) -> float | None:
@@ -237,14 +240,7 @@ class Learning:
     def learn_read_bandwidth(self, size_bytes: int, seconds: float) -> None:
         """Blend in the bytes per second of one action's reads of cached entries (at least
         ``READ_BANDWIDTH_MIN_BYTES``); the first measured one is taken as it is."""
-        if size_bytes < READ_BANDWIDTH_MIN_BYTES or seconds <= 0:
-            return
-        observed = size_bytes / seconds
-        if self.read_bandwidth is None:
-            self._rates["read_bandwidth"] = observed
-            self.qtree.set_meta("read_bandwidth", observed)
-        else:
-            self._blend("read_bandwidth", observed, observed)
+        self._learn_bandwidth("read_bandwidth", READ_BANDWIDTH_MIN_BYTES, size_bytes, seconds)
 
     def learn_parquet_ratio(self, rows: int, row_width: int, size_bytes: int) -> None:
         """Blend in the Parquet bytes per default-width byte of a measured write (big
