@@ -88,22 +88,28 @@ class _MetricsWalk:
             stack.extend((kids.apply(i), (*path, i)) for i in range(kids.size()))
 
     def _restored(self, node: Any) -> Any:
-        """``node`` with each ``LogicalQueryStage`` below it replaced by its logical plan."""
+        """``node`` with each ``LogicalQueryStage`` below it replaced by its logical plan,
+        itself restored: a broadcast stage AQE plans over a finished shuffle stage (a
+        subquery's result Spark reuses, TPC-H Q18's) keeps that stage's LogicalQueryStage
+        as its logical plan."""
         if node.getClass().getSimpleName() == "LogicalQueryStage":
-            return node.logicalPlan()
+            return self._restored(node.logicalPlan())
         kids = node.children()
         return self.bridge.with_children(
             node, [self._restored(kids.apply(i)) for i in range(kids.size())]
         )
 
-    def _path_of(self, p: Any) -> Path | None:
+    def _path_of(self, p: Any) -> Path | None | bool:
+        """The path of the operator ``p`` is linked to; None if it has no link (a node
+        planning added: an exchange, a row conversion), False if its link is to no operator
+        of the optimized plan (one this walk cannot place)."""
         link = p.logicalLink()
         if not link.isDefined():
             return None
         key = self.paths.get(link.get())
         if key is None:
             key = self.paths.get(self._restored(link.get()))
-        return None if key is None else tuple(int(i) for i in key.split(",") if i)
+        return False if key is None else tuple(int(i) for i in key.split(",") if i)
 
     def visit(
         self, p: Any, enclosing: list[float] | None, members: list[Path] | None = None
@@ -129,9 +135,15 @@ class _MetricsWalk:
         kids = p.children()
         inside = None if breaker else members
         child_paths = [self.visit(kids.apply(i), inner, inside) for i in range(kids.size())]
-        path = self._path_of(p)  # the root's path () is falsy: compare with None
+        path = self._path_of(p)  # the root's path () is falsy: compare with None and False
+        below = next((c for c in child_paths if c is not None), None)
+        if path is False:
+            # a join or aggregate whose operator is unknown: its rows are not its child's,
+            # and its time, credited to the child, would make the child look costly
+            self.found.setdefault((), OperatorMetrics()).task_seconds += seconds
+            return below
         if path is None:
-            path = next((c for c in child_paths if c is not None), None)
+            path = below
         if path is None:
             return None
         if members is not None and not breaker:

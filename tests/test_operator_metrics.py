@@ -1,0 +1,161 @@
+"""Executed physical operators placed on the optimized logical plan: AQE's re-planned links
+are followed through every stage they wrap, and an operator this mapping cannot place does
+not lend its row count or its time to the operator below it.
+
+The physical nodes here are stand-ins written in Python (the walk reads a node's class
+name, metrics, children and logical link, nothing else); the logical plans, the links and
+the AQE stages they point at are Spark's own JVM objects from a query that ran.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+import criss
+from criss.bridge.metrics import operator_metrics
+
+QUERY = """
+    select o.k, count(*) as n from orders_t o join lines_t l on o.k = l.k
+    where o.price > 10 group by o.k
+"""
+
+
+@dataclass
+class _Seq:
+    items: list[Any]
+
+    def size(self) -> int:
+        return len(self.items)
+
+    def apply(self, i: int) -> Any:
+        return self.items[i]
+
+
+@dataclass
+class _Option:
+    value: Any = None
+
+    def isDefined(self) -> bool:  # noqa: N802 (Scala's Option)
+        return self.value is not None
+
+    def get(self) -> Any:
+        return self.value
+
+
+@dataclass
+class _Shown:
+    text: str
+
+    def toString(self) -> str:  # noqa: N802
+        return self.text
+
+
+@dataclass
+class _Class:
+    name: str
+
+    def getSimpleName(self) -> str:  # noqa: N802
+        return self.name
+
+
+@dataclass
+class _Physical:
+    """A physical operator as the walk sees it through py4j."""
+
+    name: str
+    link: Any = None
+    rows: int | None = None
+    pipeline_ms: int = 0
+    kids: list[_Physical] = field(default_factory=list)
+
+    def getClass(self) -> _Class:  # noqa: N802 (py4j's JVM method names)
+        return _Class(self.name)
+
+    def metrics(self) -> Any:
+        shown = []
+        if self.rows is not None:
+            shown.append(f"numOutputRows -> SQLMetric(id: 1, name: None, value: {self.rows})")
+        if self.pipeline_ms:
+            shown.append(f"pipelineTime -> SQLMetric(id: 2, name: None, value: {self.pipeline_ms})")
+        return _Shown("Map(" + ", ".join(shown) + ")")
+
+    def children(self) -> _Seq:
+        return _Seq(self.kids)
+
+    def logicalLink(self) -> _Option:  # noqa: N802
+        return _Option(self.link)
+
+
+@pytest.fixture
+def joined(spark, tmp_path):
+    spark.range(4000).selectExpr("id % 1000 as k", "id as q").write.parquet(str(tmp_path / "l"))
+    spark.range(1000).selectExpr("id as k", "id * 2 as price").write.parquet(str(tmp_path / "o"))
+    spark.read.parquet(str(tmp_path / "l")).createOrReplaceTempView("lines_t")
+    spark.read.parquet(str(tmp_path / "o")).createOrReplaceTempView("orders_t")
+    df = spark.sql(QUERY)
+    df.collect()
+    with criss.session(spark, home=str(tmp_path / "home")) as cs:
+        yield cs.bridge, df._jdf.queryExecution()
+
+
+def _at(plan: Any, path: tuple[int, ...]) -> Any:
+    for i in path:
+        plan = plan.children().apply(i)
+    return plan
+
+
+def _join_path(plan: Any, path: tuple[int, ...] = ()) -> tuple[int, ...]:
+    if plan.nodeName() == "Join":
+        return path
+    kids = plan.children()
+    return next(
+        found
+        for i in range(kids.size())
+        if (found := _join_path(kids.apply(i), (*path, i))) is not None
+    )
+
+
+def _stage(bridge: Any, logical: Any, physical: Any) -> Any:
+    stages = bridge.jvm.org.apache.spark.sql.execution.adaptive
+    return stages.LogicalQueryStage(logical, physical)
+
+
+def test_a_link_over_a_stage_wrapping_another_stage_is_placed(joined):
+    """AQE plans a broadcast over a finished shuffle stage (TPC-H Q18's reused subquery):
+    the broadcast stage's logical plan is the shuffle stage's LogicalQueryStage. A join
+    linked over it is the optimized plan's join, not an operator of its own."""
+    bridge, qe = joined
+    optimized, executed = qe.optimizedPlan(), qe.executedPlan()
+    path = _join_path(optimized)
+    join = _at(optimized, path)
+    left, right = join.children().apply(0), join.children().apply(1)
+    nested = _stage(bridge, _stage(bridge, left, executed), executed)
+    relinked = bridge.with_children(join, [nested, _stage(bridge, right, executed)])
+    scan = _Physical("FileSourceScanExec", link=left, rows=1000)
+    plan = _Physical("BroadcastHashJoinExec", link=relinked, rows=3996, kids=[scan])
+
+    found = operator_metrics(bridge, qe, plan)
+
+    assert found[path].rows == 3996
+    assert found[(*path, 0)].rows == 1000
+
+
+def test_an_operator_linked_to_no_known_operator_lends_nothing_to_its_child(joined, spark):
+    """Rows and time of a join that cannot be placed stay off the projection below it;
+    the time counts for the whole plan (its root), where every operator's does."""
+    bridge, qe = joined
+    optimized = qe.optimizedPlan()
+    left = _at(optimized, _join_path(optimized)).children().apply(0)
+    foreign = spark.sql("select k from lines_t where q > 5")._jdf.queryExecution().optimizedPlan()
+    scan = _Physical("FileSourceScanExec", link=left, rows=1000)
+    plan = _Physical("BroadcastHashJoinExec", link=foreign, rows=9, pipeline_ms=1500, kids=[scan])
+
+    found = operator_metrics(bridge, qe, plan)
+
+    below = found[(*_join_path(optimized), 0)]
+    assert below.rows == 1000
+    assert below.task_seconds == 0.0
+    assert found[()].task_seconds == pytest.approx(1.5)
