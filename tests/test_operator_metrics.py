@@ -19,7 +19,7 @@ from criss.bridge.metrics import operator_metrics
 
 QUERY = """
     select o.k, count(*) as n from orders_t o join lines_t l on o.k = l.k
-    where o.price > 10 group by o.k
+    where o.price > 10 group by o.k order by n desc limit 5
 """
 
 
@@ -107,15 +107,15 @@ def _at(plan: Any, path: tuple[int, ...]) -> Any:
     return plan
 
 
-def _join_path(plan: Any, path: tuple[int, ...] = ()) -> tuple[int, ...]:
-    if plan.nodeName() == "Join":
+def _path_of(plan: Any, name: str, path: tuple[int, ...] = ()) -> tuple[int, ...] | None:
+    """The path of the first operator called ``name`` in ``plan``."""
+    if plan.nodeName() == name:
         return path
     kids = plan.children()
-    return next(
-        found
-        for i in range(kids.size())
-        if (found := _join_path(kids.apply(i), (*path, i))) is not None
-    )
+    for i in range(kids.size()):
+        if (found := _path_of(kids.apply(i), name, (*path, i))) is not None:
+            return found
+    return None
 
 
 def _stage(bridge: Any, logical: Any, physical: Any) -> Any:
@@ -129,7 +129,7 @@ def test_a_link_over_a_stage_wrapping_another_stage_is_placed(joined):
     linked over it is the optimized plan's join, not an operator of its own."""
     bridge, qe = joined
     optimized, executed = qe.optimizedPlan(), qe.executedPlan()
-    path = _join_path(optimized)
+    path = _path_of(optimized, "Join")
     join = _at(optimized, path)
     left, right = join.children().apply(0), join.children().apply(1)
     nested = _stage(bridge, _stage(bridge, left, executed), executed)
@@ -145,17 +145,28 @@ def test_a_link_over_a_stage_wrapping_another_stage_is_placed(joined):
 
 def test_an_operator_linked_to_no_known_operator_lends_nothing_to_its_child(joined, spark):
     """Rows and time of a join that cannot be placed stay off the projection below it;
-    the time counts for the whole plan (its root), where every operator's does."""
+    its time is the aggregate's above it (computing the aggregate computed it), and counts
+    for the whole plan (its root) where nothing above it is placed."""
     bridge, qe = joined
     optimized = qe.optimizedPlan()
-    left = _at(optimized, _join_path(optimized)).children().apply(0)
+    join, aggregate = _path_of(optimized, "Join"), _path_of(optimized, "Aggregate")
     foreign = spark.sql("select k from lines_t where q > 5")._jdf.queryExecution().optimizedPlan()
-    scan = _Physical("FileSourceScanExec", link=left, rows=1000)
-    plan = _Physical("BroadcastHashJoinExec", link=foreign, rows=9, pipeline_ms=1500, kids=[scan])
 
-    found = operator_metrics(bridge, qe, plan)
+    def unplaced_join() -> _Physical:
+        scan = _Physical(
+            "FileSourceScanExec", link=_at(optimized, join).children().apply(0), rows=1000
+        )
+        return _Physical(
+            "BroadcastHashJoinExec", link=foreign, rows=9, pipeline_ms=1500, kids=[scan]
+        )
 
-    below = found[(*_join_path(optimized), 0)]
-    assert below.rows == 1000
-    assert below.task_seconds == 0.0
-    assert found[()].task_seconds == pytest.approx(1.5)
+    alone = operator_metrics(bridge, qe, unplaced_join())
+    placed = _Physical("HashAggregateExec", _at(optimized, aggregate), 12, 200, [unplaced_join()])
+    under_aggregate = operator_metrics(bridge, qe, placed)
+
+    for found in (alone, under_aggregate):
+        assert found[(*join, 0)].rows == 1000
+        assert found[(*join, 0)].task_seconds == 0.0
+    assert alone[()].task_seconds == pytest.approx(1.5)
+    assert under_aggregate[aggregate].task_seconds == pytest.approx(1.7)
+    assert () not in under_aggregate or aggregate == ()

@@ -40,6 +40,8 @@ _SCAN_TIME, _FILES_SIZE = "scanTime", "filesSize"
 _PIPELINE_BREAKERS = ("Exchange", "QueryStageExec", "AdaptiveSparkPlanExec")
 
 Path = tuple[int, ...]
+#: Marks, among a pipeline's operators, one linked to no operator of the optimized plan.
+_UNPLACED: Path = (-1,)
 #: Logical operators that only select rows or columns (cheap beside a fused aggregate/join).
 _ROW_SELECTING = frozenset({"Project", "Filter", "SubqueryAlias", "LocalLimit", "GlobalLimit"})
 
@@ -54,6 +56,8 @@ def operator_metrics(bridge: CatalystBridge, qe: Any, physical: Any) -> dict[Pat
     """
     walk = _MetricsWalk(bridge, qe.optimizedPlan())
     walk.visit(physical, None)
+    if walk.unplaced_seconds:
+        walk.found.setdefault((), OperatorMetrics()).task_seconds += walk.unplaced_seconds
     for path, entry in walk.found.items():
         entry.row_width = int(walk.logical[path].schema().defaultSize())
     return walk.found
@@ -79,6 +83,9 @@ class _MetricsWalk:
         self.paths = bridge.jvm.java.util.HashMap()
         self.logical: dict[Path, Any] = {}
         self.found: dict[Path, OperatorMetrics] = {}
+        #: Task seconds of physical operators linked to no operator of the optimized plan,
+        #: not yet credited to an operator above them.
+        self.unplaced_seconds = 0.0
         stack = [(optimized, ())]
         while stack:
             node, path = stack.pop()
@@ -134,18 +141,24 @@ class _MetricsWalk:
         inner = None if breaker else enclosing
         kids = p.children()
         inside = None if breaker else members
+        unplaced_before = self.unplaced_seconds
         child_paths = [self.visit(kids.apply(i), inner, inside) for i in range(kids.size())]
-        path = self._path_of(p)  # the root's path () is falsy: compare with None and False
+        own = self._path_of(p)  # the root's path () is falsy: compare with None and False
         below = next((c for c in child_paths if c is not None), None)
-        if path is False:
+        if own is False:
             # a join or aggregate whose operator is unknown: its rows are not its child's,
-            # and its time, credited to the child, would make the child look costly
-            self.found.setdefault((), OperatorMetrics()).task_seconds += seconds
+            # and its time goes to the first placed operator above it (which computes it),
+            # not to its child, which would look costly
+            self.unplaced_seconds += seconds
+            if members is not None and not breaker:
+                members.append(_UNPLACED)
             return below
-        if path is None:
-            path = below
+        path = below if own is None else own
         if path is None:
             return None
+        if own is not None:
+            seconds += self.unplaced_seconds - unplaced_before
+            self.unplaced_seconds = unplaced_before
         if members is not None and not breaker:
             members.append(path)
         entry = self.found.setdefault(path, OperatorMetrics())
@@ -173,6 +186,10 @@ class _MetricsWalk:
         if path is None:
             return None
         working = [m for m in members if self._does_work(m)]
+        if not working and _UNPLACED in members:
+            # the pipeline's work is the unplaced operator's (a join AQE re-planned)
+            self.unplaced_seconds += max(seconds - sum(nested), 0.0)
+            return path
         credited = max(working, key=len) if working else path
         self.found.setdefault(credited, OperatorMetrics()).task_seconds += max(
             seconds - sum(nested), 0.0
