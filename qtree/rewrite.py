@@ -229,25 +229,31 @@ def plan_reuse(
     An exact match wins; otherwise a rewrite rule may serve the operator from a relative,
     or a cached result under other filter parameters from which it can be computed. An
     operator not ``worth_reading`` from an entry (measured, as itself or as that entry's
-    operator, cheaper to compute than to read back) is not served, nor is anything under it.
+    operator, cheaper to compute than to read back) is not served; what is under it still
+    may be: an operator measured while the cache served the part below it was timed
+    without that part (criss.qtree.executed), so it can look cheap above an operator that
+    is not (TPC-H Q18's HAVING over its per-order aggregate).
     """
     found: list[Reuse] = []
 
+    def served(node: PlanNode) -> Reuse | None:
+        if not storable(node) or not worth_reading(node, node.fingerprint):
+            return None
+        if is_cached(node.fingerprint):
+            return Reuse(node.path, node.fingerprint)
+        key = relaxed_key(node)
+        reuse = match_relative(node, cached_relatives(key)) if key else None
+        if reuse is None:
+            reuse = match_subsuming(node, cached_subsumers)
+        if reuse is not None and worth_reading(node, reuse.fingerprint):
+            return reuse
+        return None
+
     def visit(node: PlanNode) -> None:
-        if storable(node):
-            if not worth_reading(node, node.fingerprint):
-                return
-            if is_cached(node.fingerprint):
-                found.append(Reuse(node.path, node.fingerprint))
-                return
-            key = relaxed_key(node)
-            reuse = match_relative(node, cached_relatives(key)) if key else None
-            if reuse is None:
-                reuse = match_subsuming(node, cached_subsumers)
-            if reuse is not None:
-                if worth_reading(node, reuse.fingerprint):
-                    found.append(reuse)
-                return
+        reuse = served(node)
+        if reuse is not None:
+            found.append(reuse)
+            return
         for child in node.children:
             visit(child)
 
