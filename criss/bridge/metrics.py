@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
@@ -106,7 +106,7 @@ class _MetricsWalk:
             node, [self._restored(kids.apply(i)) for i in range(kids.size())]
         )
 
-    def _path_of(self, p: Any) -> Path | None | bool:
+    def _path_of(self, p: Any) -> Path | Literal[False] | None:
         """The path of the operator ``p`` is linked to; None if it has no link (a node
         planning added: an exchange, a row conversion), False if its link is to no operator
         of the optimized plan (one this walk cannot place)."""
@@ -150,8 +150,8 @@ class _MetricsWalk:
             # and its time goes to the first placed operator above it (which computes it),
             # not to its child, which would look costly
             self.unplaced_seconds += seconds
-            if members is not None and not breaker:
-                members.append(_UNPLACED)
+            if inside is not None:
+                inside.append(_UNPLACED)
             return below
         path = below if own is None else own
         if path is None:
@@ -159,8 +159,8 @@ class _MetricsWalk:
         if own is not None:
             seconds += self.unplaced_seconds - unplaced_before
             self.unplaced_seconds = unplaced_before
-        if members is not None and not breaker:
-            members.append(path)
+        if inside is not None:
+            inside.append(path)
         entry = self.found.setdefault(path, OperatorMetrics())
         if "numOutputRows" in metrics:
             entry.rows = metrics["numOutputRows"]  # visited after its children: topmost wins
