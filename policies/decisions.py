@@ -39,10 +39,12 @@ from criss.policies.selection import (
     Candidate,
     best_per_branch,
     collect_score,
+    guess_score,
     keeps_most_rows,
     measured_score,
 )
 from criss.qtree.lineage import max_rows, output_width
+from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
 from criss.qtree.tree import NodeStats
@@ -84,6 +86,14 @@ REASONS: Mapping[str, str] = {
         "expected of a first-seen result here would save {expected_gain:.3f}s more than "
         "caching it costs (estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
     ),
+    "eager_parameter_free": (
+        "first seen, cached by the action on an estimate: no value a query chose selects its "
+        "rows (no literal in its filters and joins), and the {expected_reuses:.2f} reuses by "
+        "other statements expected of such an aggregate here would save {expected_gain:.3f}s "
+        "more than caching it costs (estimated Texec {estimated_texec:.3f}s, "
+        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
+        "Texec)"
+    ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
     "cached_entry": "served from a cached entry",
@@ -120,6 +130,12 @@ REASONS: Mapping[str, str] = {
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s, "
         "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
         "Texec)"
+    ),
+    "eager_parameter_free_no_benefit": (
+        "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "
+        "reuses by other statements expected of such an aggregate here would not pay for "
+        "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
+        "{estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
     ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
     "cheap_to_compute": (
@@ -213,6 +229,11 @@ class CachingRules:
     #: them at, through the disk's medium (None: none measured yet, reading is priced at
     #: ``disk_bandwidth``, the calibrated one).
     read_bandwidth: float | None = None
+    #: Whether a first-seen parameter-free aggregate (criss.qtree.parameters) may be cached
+    #: on an estimate, by the user's action, and the reuses by other statements one is
+    #: measured to get here.
+    eager_parameter_free: bool = False
+    expected_parameter_free_reuses: float = 1.0
 
     @property
     def load_bandwidth(self) -> float:
@@ -281,8 +302,10 @@ def decide_caching(
 ) -> dict[tuple[int, ...], Decision]:
     """A decision for every operator outside the reused subtrees (their roots excluded)."""
     result = result_node(tree)
+    eager_free = parameter_free_intermediates(tree) if rules.eager_parameter_free else []
+    free = {n.path for n in eager_free}
     verdicts = {
-        node.path: _verdict(node, node.path == result.path, facts, rules)
+        node.path: _verdict(node, node.path == result.path, facts, rules, node.path in free)
         for node in _outside(tree, facts.reused)
     }
     if rules.results_only:
@@ -303,7 +326,9 @@ class _Verdict:
     decision: Decision
 
 
-def _verdict(node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules) -> _Verdict:
+def _verdict(
+    node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules, free: bool = False
+) -> _Verdict:
     def no(reason: str, source: str | None = None, **numbers: Any) -> _Verdict:
         return _Verdict(None, Decision(SKIP, reason, numbers, source))
 
@@ -318,7 +343,7 @@ def _verdict(node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingR
         return no("not_tracked")
     if stats.has_stats:
         return _measured_verdict(node, is_result, stats, facts, rules)
-    return _unmeasured_verdict(node, is_result, stats, facts, rules)
+    return _unmeasured_verdict(node, is_result, stats, facts, rules, free)
 
 
 def _measured_verdict(
@@ -351,7 +376,12 @@ def _measured_verdict(
 
 
 def _unmeasured_verdict(
-    node: PlanNode, is_result: bool, stats: NodeStats, facts: QueryFacts, rules: CachingRules
+    node: PlanNode,
+    is_result: bool,
+    stats: NodeStats,
+    facts: QueryFacts,
+    rules: CachingRules,
+    free: bool = False,
 ) -> _Verdict:
     if not is_result and unprojected_scan(node):
         return _Verdict(None, Decision(SKIP, "unprojected_scan"))
@@ -381,6 +411,8 @@ def _unmeasured_verdict(
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if eager:
         return _eager_verdict(node, stats, scanned, numbers, rules)
+    if free:
+        return _parameter_free_verdict(node, stats, scanned, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
 
 
@@ -410,6 +442,35 @@ def _eager_verdict(
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)
     return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+
+
+def _parameter_free_verdict(
+    node: PlanNode, stats: NodeStats, scanned: int, numbers: dict[str, Any], rules: CachingRules
+) -> _Verdict:
+    """A first-seen parameter-free aggregate under the result, valued by the benefit model
+    with the reuses by other statements one is measured to get here. Ranked below every
+    measured operator of its branch: it is cached on a guess."""
+    size = estimated_result_size(node, scanned, rules.result_ratio)
+    texec = numbers["estimated_texec"]
+    reuses = rules.expected_parameter_free_reuses
+    built = rules.build_bandwidth(False)
+    transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
+    # caching it in the action changes the plan Spark runs as caching a result does
+    gain = reuses * (texec - transfer) - store - rules.first_sight_cost * texec
+    benefit = rules.benefit_of(stats, reuses, texec, size, built)
+    numbers = {
+        **numbers,
+        "estimated_size": size,
+        "result_ratio": rules.result_ratio,
+        "first_sight_cost": rules.first_sight_cost,
+        "expected_reuses": reuses,
+        "expected_gain": gain,
+        "benefit": benefit,
+        "in_action_build_share": rules.in_action_build_share if built else 0.0,
+    }
+    if gain <= 0 or measured_score(benefit) is None:
+        return _Verdict(None, Decision(SKIP, "eager_parameter_free_no_benefit", numbers, ESTIMATE))
+    return _Verdict(guess_score(gain), Decision(CACHE, "eager_parameter_free", numbers, ESTIMATE))
 
 
 def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> float:

@@ -46,6 +46,12 @@ def collect_score(ref: int, height: int) -> tuple[float, ...]:
     return (1.0, float(ref), float(height))
 
 
+def guess_score(gain: float) -> tuple[float, ...]:
+    """Score of an operator cached on an estimate before it ever ran (it is not yet seen
+    twice): below every measured operator with a positive benefit."""
+    return (-1.0, gain)
+
+
 def best_per_branch(root: Candidate) -> list[str]:
     """Keys of the best-scoring operator on every root-to-leaf branch (each once)."""
     chosen: dict[str, None] = {}

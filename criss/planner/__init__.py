@@ -21,7 +21,7 @@ from criss.planner.decide import (
     caching_rules,
     chosen_paths,
     decide_operators,
-    learn_repeat,
+    learn_recurrences,
     operator_records,
 )
 from criss.planner.lift import lift
@@ -70,7 +70,7 @@ def plan_query(
         lift(work, view, served, rules)
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
-        learn_repeat(session, matched)
+        learn_recurrences(session, matched)
     work.served = tuple(served)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]

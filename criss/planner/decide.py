@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from criss.planner.match import Match
 from criss.planner.serve import ServedReuses
-from criss.planner.spark_cache import builds_spark_cache_in_action
+from criss.planner.spark_cache import builds_spark_cache_in_action, computes_in_action
 from criss.policies.decisions import (
     CACHE,
     IN_ACTION_BUILD_SHARE,
@@ -18,6 +18,7 @@ from criss.policies.decisions import (
     QueryFacts,
     decide_caching,
 )
+from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
@@ -49,6 +50,9 @@ def caching_rules(session: CrissSession) -> CachingRules:
         in_action_build_share=IN_ACTION_BUILD_SHARE
         if builds_spark_cache_in_action(session)
         else 0.0,
+        # only where the user's action computes it: never a job of Criss's own on a guess
+        eager_parameter_free=options.eager_results and computes_in_action(session),
+        expected_parameter_free_reuses=session.learning.expected_parameter_free_reuses,
     )
 
 
@@ -63,13 +67,23 @@ def decide_operators(
     return decisions
 
 
-def learn_repeat(session: CrissSession, matched: Match) -> None:
-    """Count whether this query's result had been seen before: the expected repeats of a
-    first-seen result (the eager decision) come from it."""
+def learn_recurrences(session: CrissSession, matched: Match) -> None:
+    """Count whether this query's result had been seen before, and if not, whether each of
+    its parameter-free aggregates had: the expected repeats of a first-seen result and the
+    expected reuses of a first-seen parameter-free aggregate (the eager decisions) come
+    from them."""
     result = result_node(matched.tree)
     seen = matched.observations.get(result.fingerprint)
-    if seen is not None and storable(result) and not result.uncacheable:
-        session.learning.learn_repeat(seen.stats.ref > 1)
+    if seen is None or not storable(result) or result.uncacheable:
+        return
+    repeated = seen.stats.ref > 1
+    session.learning.learn_repeat(repeated)
+    if repeated:
+        return  # a repeat's aggregates come back with it, not in another statement
+    for node in parameter_free_intermediates(matched.tree):
+        found = matched.observations.get(node.fingerprint)
+        if found is not None and not node.uncacheable:
+            session.learning.learn_parameter_free(found.stats.ref > 1)
 
 
 def chosen_paths(decisions: dict[OperatorPath, Decision]) -> list[OperatorPath]:

@@ -131,7 +131,26 @@ class Learning:
 
     def learn_repeat(self, repeated: bool) -> None:
         """Count a query whose result had (or had not) been seen before it."""
-        for name, add in (("recent_repeats", float(repeated)), ("recent_queries", 1.0)):
+        self._count_recent(("recent_repeats", "recent_queries"), repeated)
+
+    @property
+    def expected_parameter_free_reuses(self) -> float:
+        """Reuses a parameter-free aggregate first seen in a new statement can expect from
+        other statements (criss.qtree.parameters): how often one of a new statement's had
+        been seen before, over the recent queries (one in two assumed before any was
+        counted, as for repeats)."""
+        seen = self._rate("recent_parameter_free_seen", 0.0) + _PRIOR_REPEATS
+        share = seen / (self._rate("recent_parameter_free", 0.0) + _PRIOR_QUERIES)
+        return _expected_more(share)
+
+    def learn_parameter_free(self, seen_before: bool) -> None:
+        """Count a parameter-free aggregate of a new statement that had (or had not) been
+        seen before, in another statement."""
+        self._count_recent(("recent_parameter_free_seen", "recent_parameter_free"), seen_before)
+
+    def _count_recent(self, names: tuple[str, str], hit: bool) -> None:
+        """Decay the recent counts ``names`` (hits, chances) and count one chance."""
+        for name, add in zip(names, (float(hit), 1.0), strict=True):
             self._rates[name] = self._rate(name, 0.0) * _REPEAT_DECAY + add
             self.qtree.set_meta(name, self._rates[name])
 

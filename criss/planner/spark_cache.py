@@ -145,6 +145,12 @@ def cannot_cache_in_action(session: CrissSession) -> str | None:
     return None
 
 
+def computes_in_action(session: CrissSession) -> bool:
+    """Whether the user's action computes what Criss chose (through write-through steps or
+    into Spark's cache), rather than a job of Criss's own."""
+    return session.options.write_through or cannot_cache_in_action(session) is None
+
+
 def builds_spark_cache_in_action(session: CrissSession) -> bool:
     """Whether the user's action computes what Criss chose into Spark's cache (neither
     write-through steps, which write it from the action's own tasks, nor a job of Criss's
