@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.plan import Expr, PlanNode, highest
 from criss.qtree.rewrite import result_node, storable
 
 #: Operators whose condition selects rows: a literal in it is a value the query chose.
@@ -52,17 +52,12 @@ def parameter_free_intermediates(tree: PlanNode) -> list[PlanNode]:
     is at most its input's, and the learned result ratio is one of aggregated results)."""
     free = parameter_free_paths(tree)
     result = result_node(tree).path
-    found: list[PlanNode] = []
 
-    def visit(node: PlanNode) -> None:
-        if node.path in free and node.path != result and storable(node) and _aggregated(node):
-            found.append(node)
-            return
-        for child in node.children:
-            visit(child)
+    def eligible(node: PlanNode) -> PlanNode | None:
+        wanted = node.path in free and node.path != result and storable(node)
+        return node if wanted and _aggregated(node) else None
 
-    visit(tree)
-    return found
+    return highest(tree, eligible)
 
 
 def _aggregated(node: PlanNode) -> bool:

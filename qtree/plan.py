@@ -7,10 +7,12 @@ as trees (see :func:`expression_tree`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from operator import itemgetter
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 CATALYST_PREFIXES = (
     "org.apache.spark.sql.catalyst.plans.logical.",
@@ -83,6 +85,23 @@ class PlanNode:
             for leaf in self.leaves()
             if leaf.relation and not any(leaf.path[: len(p)] == p for p in served)
         )
+
+
+def highest(root: PlanNode, pick: Callable[[PlanNode], T | None]) -> list[T]:
+    """What ``pick`` gives at each highest operator where it gives something, top-down
+    (nothing under such an operator is looked at: none of them nests in another)."""
+    found: list[T] = []
+
+    def visit(node: PlanNode) -> None:
+        value = pick(node)
+        if value is not None:
+            found.append(value)
+            return
+        for child in node.children:
+            visit(child)
+
+    visit(root)
+    return found
 
 
 def tree_from_catalyst_json(nodes: list[dict[str, Any]]) -> PlanNode:

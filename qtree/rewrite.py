@@ -14,7 +14,7 @@ from typing import Any
 from criss.qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
 from criss.qtree.fingerprint import operator_digest
 from criss.qtree.lineage import ROW_OPERATORS, row_signature
-from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.plan import Expr, PlanNode, highest
 from criss.qtree.subsume import Derivation, Shape, best_derivation, subsumption_key
 
 
@@ -234,7 +234,6 @@ def plan_reuse(
     without that part (criss.qtree.executed), so it can look cheap above an operator that
     is not (TPC-H Q18's HAVING over its per-order aggregate).
     """
-    found: list[Reuse] = []
 
     def served(node: PlanNode) -> Reuse | None:
         if not storable(node) or not worth_reading(node, node.fingerprint):
@@ -249,16 +248,7 @@ def plan_reuse(
             return reuse
         return None
 
-    def visit(node: PlanNode) -> None:
-        reuse = served(node)
-        if reuse is not None:
-            found.append(reuse)
-            return
-        for child in node.children:
-            visit(child)
-
-    visit(root)
-    return found
+    return highest(root, served)
 
 
 def outside(root: PlanNode, paths: set[tuple[int, ...]]) -> Iterator[PlanNode]:

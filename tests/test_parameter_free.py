@@ -91,18 +91,9 @@ def _stats(fp, ref, texec=None, size=None):
 
 
 def _rules(**changes) -> CachingRules:
-    base = dict(
-        policy=get_policy("criss"),
-        disk_bandwidth=100e6,
-        start_time=0.0,
-        scan_rate=64e6,
-        min_ref=2,
-        min_texec=0.2,
-        eager_results=True,
-        eager_parameter_free=True,
-        expected_parameter_free_reuses=1.0,
-    )
-    return CachingRules(**{**base, **changes})
+    """A new home's rules where the action computes what is cached (the defaults else)."""
+    fixed = dict(policy=get_policy("criss"), disk_bandwidth=100e6, start_time=0.0, scan_rate=64e6)
+    return CachingRules(**fixed, **{"eager_parameter_free": True, **changes})
 
 
 def _first_sight(**rules):
