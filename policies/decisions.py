@@ -487,12 +487,17 @@ def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> 
 
 def stages_of(node: PlanNode, served: Collection[tuple[int, ...]] = ()) -> int:
     """Stages a subtree runs in, roughly: one, plus one per operator that shuffles (outside
-    the ``served`` subtrees, which read cached files instead)."""
+    the ``served`` subtrees, which read cached files instead). An operator computed over
+    what the cache serves alone (a Filter over a cached aggregate) runs in the stage that
+    reads the cache, which reading it pays for: no stage of its own."""
     served = tuple(served)
-    return 1 + sum(
-        1
-        for n in node.walk()
-        if n.op in STAGE_BOUNDARIES and not any(n.path[: len(p)] == p for p in served)
+
+    def outside(n: PlanNode) -> bool:
+        return not any(n.path[: len(p)] == p for p in served)
+
+    reads_a_table = any(outside(leaf) for leaf in node.leaves())
+    return int(reads_a_table) + sum(
+        1 for n in node.walk() if n.op in STAGE_BOUNDARIES and outside(n)
     )
 
 

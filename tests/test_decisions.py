@@ -163,6 +163,22 @@ def test_an_estimate_below_min_texec_is_not_worth_a_job():
     assert "< min_texec 60.0s" in describe(got[()]) and "3 stages" in describe(got[()])
 
 
+def test_an_operator_over_what_the_cache_serves_alone_has_no_stage_of_its_own():
+    """TPC-H Q17's IS NOT NULL Filter over its served per-part aggregate, seen twice without
+    statistics: it runs in the stage that reads the cache, so nothing is estimated to be
+    saved by caching it (it was cached, a copy of the aggregate, on one stage's cost)."""
+    aggregate = PlanNode(
+        "Aggregate", {}, (_relation((0, 0, 0), 200 * MB),), (0, 0), fingerprint="agg"
+    )
+    check = PlanNode("Filter", {}, (aggregate,), (0,), fingerprint="filt")
+    join = PlanNode("Join", {}, (check, _relation((1,), MB)), (), fingerprint="join")
+    stats = {fp: _stats(fp, 2) for fp in ("agg", "filt", "join")}
+    got = decide_caching(join, QueryFacts(stats, {(0, 0)}), _rules(stage_seconds=0.3))
+    assert got[(0,)].reason == "below_min_texec" and got[(0,)].numbers["stages"] == 0
+    # the join above still reads a table and shuffles
+    assert got[()].numbers["stages"] == 2 and got[()].reason == "collect_statistics"
+
+
 def test_a_first_seen_result_is_cached_however_small_its_estimate():
     """A query over tiny tables: its estimate is far below min_texec, but serving a repeat
     saves Spark's whole per-query cost, so the benefit model alone judges the result.

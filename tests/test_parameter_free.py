@@ -148,6 +148,7 @@ def test_a_first_seen_per_order_sum_is_cached_by_the_action_and_serves_another_t
         first = planned.collect()
         summary = cs.last_query_summary()
         assert summary["operators_cached_in_action"] >= 2  # the aggregate, and the result
+        assert summary["parameter_free_cached_on_first_sight"] == 1
         assert summary.get("operators_reused", 0) == 0
         assert_same_rows(first, tpch.sql(PER_ORDER.format(250)).collect())
         after_one = cs.learning.expected_parameter_free_reuses

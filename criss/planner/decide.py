@@ -153,3 +153,5 @@ def _count(record: OperatorRecord, counters: Counter, dry_run: bool) -> None:
         counters["bytes_read"] += record.served.bytes_read
     elif record.cached:
         counters["operators_cached"] += dry_run  # else counted when written
+        if record.decision.reason == "eager_parameter_free":
+            counters["parameter_free_cached_on_first_sight"] += 1
