@@ -388,7 +388,7 @@ def _unmeasured_verdict(
     if not is_result and table_copy(node):
         return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
     scanned = node.scanned_bytes_outside(facts.reused)
-    stages = stages_of(node, facts.reused)
+    stages = stages_of(node, facts.reused, cache_reads_count=is_result)
     estimate = stages * rules.stage_seconds + scanned / rules.scan_rate
     numbers = {
         "ref": stats.ref,
@@ -485,20 +485,22 @@ def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> 
     return min(size, float(rows * width * BOUNDED_COLUMN_BYTES))
 
 
-def stages_of(node: PlanNode, served: Collection[tuple[int, ...]] = ()) -> int:
+def stages_of(
+    node: PlanNode, served: Collection[tuple[int, ...]] = (), *, cache_reads_count: bool = True
+) -> int:
     """Stages a subtree runs in, roughly: one, plus one per operator that shuffles (outside
-    the ``served`` subtrees, which read cached files instead). An operator computed over
-    what the cache serves alone (a Filter over a cached aggregate) runs in the stage that
-    reads the cache, which reading it pays for: no stage of its own."""
+    the ``served`` subtrees, which read cached files instead). With ``cache_reads_count``
+    off, an operator computed over what the cache serves alone (a Filter over a cached
+    aggregate) has no stage of its own: it runs in the stage reading the cache, which a
+    later query reading it instead still runs. A result's repeat skips that stage, so for
+    a result it counts."""
     served = tuple(served)
 
     def outside(n: PlanNode) -> bool:
         return not any(n.path[: len(p)] == p for p in served)
 
-    reads_a_table = any(outside(leaf) for leaf in node.leaves())
-    return int(reads_a_table) + sum(
-        1 for n in node.walk() if n.op in STAGE_BOUNDARIES and outside(n)
-    )
+    reads = cache_reads_count or any(outside(leaf) for leaf in node.leaves())
+    return int(reads) + sum(1 for n in node.walk() if n.op in STAGE_BOUNDARIES and outside(n))
 
 
 def _whole_result(result: PlanNode, facts: QueryFacts) -> set[tuple[int, ...]]:

@@ -177,6 +177,9 @@ def test_an_operator_over_what_the_cache_serves_alone_has_no_stage_of_its_own():
     assert got[(0,)].reason == "below_min_texec" and got[(0,)].numbers["stages"] == 0
     # the join above still reads a table and shuffles
     assert got[()].numbers["stages"] == 2 and got[()].reason == "collect_statistics"
+    # a result over the cached aggregate alone: its repeat would not read the aggregate
+    result = decide_caching(check.with_(path=()), QueryFacts(stats, {(0,)}), _rules())
+    assert result[()].numbers["stages"] == 1
 
 
 def test_a_first_seen_result_is_cached_however_small_its_estimate():
