@@ -2,8 +2,8 @@
 (criss.qtree.parameters), and how a new home decides about them on first sight. Planning
 only (no action runs).
 
-Found (engine 2277122, SF 1, qgen's parameters with seed 1): Q17's per-part average and
-Q18's per-order sum (twice in its plan, one fingerprint) and no other template; each decided
+Found (engines 2277122 and 300a191, SF 1, qgen's parameters with seed 1): Q17's per-part
+average and Q18's per-order sum (twice in its plan) and no other template; each decided
 `eager_parameter_free` in a new home.
 
     .venv/bin/python experiments/results/issue20/session28/probes/parameter_free_probe.py \\
