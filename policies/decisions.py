@@ -44,8 +44,7 @@ from criss.policies.selection import (
     measured_score,
 )
 from criss.qtree.lineage import max_rows, output_width
-from criss.qtree.parameters import parameter_free_intermediates
-from criss.qtree.plan import PlanNode
+from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
 from criss.qtree.tree import NodeStats
 
@@ -290,11 +289,13 @@ class CachingRules:
 @dataclass(frozen=True)
 class QueryFacts:
     """What the match phase knows about one query: QTree statistics by fingerprint, the
-    paths served from the cache, and the row counts of tables copied by an operator."""
+    paths served from the cache, the row counts of tables copied by an operator, and the
+    paths of its parameter-free aggregates (criss.qtree.parameters)."""
 
     stats: Mapping[str, NodeStats]
     reused: Collection[tuple[int, ...]]
     table_rows: Mapping[tuple[int, ...], int | None] = field(default_factory=dict)
+    parameter_free: Collection[tuple[int, ...]] = ()
 
 
 def decide_caching(
@@ -302,8 +303,7 @@ def decide_caching(
 ) -> dict[tuple[int, ...], Decision]:
     """A decision for every operator outside the reused subtrees (their roots excluded)."""
     result = result_node(tree)
-    eager_free = parameter_free_intermediates(tree) if rules.eager_parameter_free else []
-    free = {n.path for n in eager_free}
+    free = set(facts.parameter_free) if rules.eager_parameter_free else set()
     verdicts = {
         node.path: _verdict(node, node.path == result.path, facts, rules, node.path in free)
         for node in _outside(tree, facts.reused)
@@ -327,7 +327,7 @@ class _Verdict:
 
 
 def _verdict(
-    node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules, free: bool = False
+    node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules, free: bool
 ) -> _Verdict:
     def no(reason: str, source: str | None = None, **numbers: Any) -> _Verdict:
         return _Verdict(None, Decision(SKIP, reason, numbers, source))
@@ -381,7 +381,7 @@ def _unmeasured_verdict(
     stats: NodeStats,
     facts: QueryFacts,
     rules: CachingRules,
-    free: bool = False,
+    free: bool,
 ) -> _Verdict:
     if not is_result and unprojected_scan(node):
         return _Verdict(None, Decision(SKIP, "unprojected_scan"))
@@ -421,23 +421,9 @@ def _eager_verdict(
 ) -> _Verdict:
     """A first-seen result, valued by the benefit model with the repeats a first-seen
     result is measured to get here, less what caching it on first sight adds."""
-    size = estimated_result_size(node, scanned, rules.result_ratio)
-    texec = numbers["estimated_texec"]
     repeats = rules.expected_repeats
-    transfer, store = transfer_seconds(size, rules.load_bandwidth, rules.store_bandwidth)
-    # seconds the expected repeats save, less writing and the first sight's added time
-    gain = repeats * (texec - transfer) - store - rules.first_sight_cost * texec
-    benefit = rules.benefit_of(stats, repeats, texec, size)
-    numbers = {
-        **numbers,
-        "estimated_size": size,
-        "result_ratio": rules.result_ratio,
-        "max_rows": max_rows(node),
-        "expected_repeats": repeats,
-        "first_sight_cost": rules.first_sight_cost,
-        "expected_gain": gain,
-        "benefit": benefit,
-    }
+    gain, benefit, numbers = _first_sight_value(node, stats, scanned, numbers, rules, repeats)
+    numbers = {**numbers, "max_rows": max_rows(node), "expected_repeats": repeats}
     if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)
@@ -450,27 +436,47 @@ def _parameter_free_verdict(
     """A first-seen parameter-free aggregate under the result, valued by the benefit model
     with the reuses by other statements one is measured to get here. Ranked below every
     measured operator of its branch: it is cached on a guess."""
-    size = estimated_result_size(node, scanned, rules.result_ratio)
-    texec = numbers["estimated_texec"]
     reuses = rules.expected_parameter_free_reuses
     built = rules.build_bandwidth(False)
-    transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
     # caching it in the action changes the plan Spark runs as caching a result does
-    gain = reuses * (texec - transfer) - store - rules.first_sight_cost * texec
-    benefit = rules.benefit_of(stats, reuses, texec, size, built)
+    gain, benefit, numbers = _first_sight_value(node, stats, scanned, numbers, rules, reuses, built)
     numbers = {
         **numbers,
-        "estimated_size": size,
-        "result_ratio": rules.result_ratio,
-        "first_sight_cost": rules.first_sight_cost,
         "expected_reuses": reuses,
-        "expected_gain": gain,
-        "benefit": benefit,
         "in_action_build_share": rules.in_action_build_share if built else 0.0,
     }
     if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_parameter_free_no_benefit", numbers, ESTIMATE))
     return _Verdict(guess_score(gain), Decision(CACHE, "eager_parameter_free", numbers, ESTIMATE))
+
+
+def _first_sight_value(
+    node: PlanNode,
+    stats: NodeStats,
+    scanned: int,
+    numbers: dict[str, Any],
+    rules: CachingRules,
+    expected: float,
+    built: float | None = None,
+) -> tuple[float, float, dict[str, Any]]:
+    """What caching a first-seen operator is worth on estimates: the seconds its
+    ``expected`` later uses save, less storing it (at ``built`` where the action builds
+    Spark's cache of it on the way) and the first sight's added time; the benefit model's
+    value; and the numbers both came from."""
+    size = estimated_result_size(node, scanned, rules.result_ratio)
+    texec = numbers["estimated_texec"]
+    transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
+    gain = expected * (texec - transfer) - store - rules.first_sight_cost * texec
+    benefit = rules.benefit_of(stats, expected, texec, size, built)
+    numbers = {
+        **numbers,
+        "estimated_size": size,
+        "result_ratio": rules.result_ratio,
+        "first_sight_cost": rules.first_sight_cost,
+        "expected_gain": gain,
+        "benefit": benefit,
+    }
+    return gain, benefit, numbers
 
 
 def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> float:
@@ -497,7 +503,7 @@ def stages_of(
     served = tuple(served)
 
     def outside(n: PlanNode) -> bool:
-        return not any(n.path[: len(p)] == p for p in served)
+        return not within(n.path, served)
 
     reads = cache_reads_count or any(outside(leaf) for leaf in node.leaves())
     return int(reads) + sum(1 for n in node.walk() if n.op in STAGE_BOUNDARIES and outside(n))

@@ -83,8 +83,14 @@ class PlanNode:
         return sum(
             leaf.relation.get("bytes", 0)
             for leaf in self.leaves()
-            if leaf.relation and not any(leaf.path[: len(p)] == p for p in served)
+            if leaf.relation and not within(leaf.path, served)
         )
+
+
+def within(path: tuple[int, ...], roots: Iterable[tuple[int, ...]]) -> bool:
+    """Whether the operator at ``path`` lies in a subtree rooted at one of ``roots`` (the
+    roots themselves included)."""
+    return any(path[: len(root)] == root for root in roots)
 
 
 def highest(root: PlanNode, pick: Callable[[PlanNode], T | None]) -> list[T]:

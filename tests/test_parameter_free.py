@@ -96,10 +96,15 @@ def _rules(**changes) -> CachingRules:
     return CachingRules(**fixed, **{"eager_parameter_free": True, **changes})
 
 
+def _facts(tree, stats) -> QueryFacts:
+    free = [n.path for n in parameter_free_intermediates(tree)]
+    return QueryFacts(stats, set(), parameter_free=free)
+
+
 def _first_sight(**rules):
     tree = _q18_shape(_above("300"))
     stats = {n.fingerprint: _stats(n.fingerprint, 1) for n in tree.walk()}
-    return decide_caching(tree, QueryFacts(stats, set()), _rules(**rules))
+    return decide_caching(tree, _facts(tree, stats), _rules(**rules))
 
 
 def test_a_first_seen_free_aggregate_is_cached_when_its_measured_reuses_pay():
@@ -122,7 +127,7 @@ def test_a_measured_operator_of_its_branch_outranks_a_guess():
     tree = _q18_shape(_above("300"))
     stats = {n.fingerprint: _stats(n.fingerprint, 1) for n in tree.walk()}
     stats["filter1"] = _stats("filter1", 3, texec=5.0, size=1000)  # the HAVING, measured
-    got = decide_caching(tree, QueryFacts(stats, set()), _rules())
+    got = decide_caching(tree, _facts(tree, stats), _rules())
     assert got[(1,)].action == CACHE and got[(1,)].reason == "largest_benefit"
     assert got[(1, 0)].action == SKIP and got[(1, 0)].reason == "outranked_unmeasured"
 

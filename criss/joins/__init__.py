@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from criss.qtree.plan import within
 from criss.recent import RecentItems
 
 if TYPE_CHECKING:
@@ -169,10 +170,7 @@ def _registry() -> tuple[JoinOptimization, ...]:
 
 def _open_joins(tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
     """Whether ``tree`` has a join outside every subtree in ``covered``."""
-    return any(
-        node.op == "Join" and not any(node.path[: len(p)] == p for p in covered)
-        for node in tree.walk()
-    )
+    return any(node.op == "Join" and not within(node.path, covered) for node in tree.walk())
 
 
 class JoinOptimizer:
@@ -208,7 +206,7 @@ class JoinOptimizer:
         context = JoinContext(self.session, counters, tree)
         choices: list[JoinChoice] = []
         for site in sorted(plan.sites, key=lambda s: -len(s.path)):  # innermost first
-            if any(site.path[: len(p)] == p for p in covered):
+            if within(site.path, covered):
                 continue
             for optimization in self.optimizations:
                 replacement, choice = optimization.apply(plan, site, context)

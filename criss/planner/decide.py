@@ -18,7 +18,6 @@ from criss.policies.decisions import (
     QueryFacts,
     decide_caching,
 )
-from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
@@ -60,7 +59,8 @@ def decide_operators(
     matched: Match, served: ServedReuses, rules: CachingRules
 ) -> dict[OperatorPath, Decision]:
     """A decision for every operator outside the served subtrees; served ones reuse."""
-    facts = QueryFacts(matched.stats, set(served), matched.table_rows)
+    free = [node.path for node in matched.parameter_free]
+    facts = QueryFacts(matched.stats, set(served), matched.table_rows, free)
     decisions = decide_caching(matched.tree, facts, rules)
     for path, (reuse, _) in served.items():
         decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})
@@ -80,7 +80,7 @@ def learn_recurrences(session: CrissSession, matched: Match) -> None:
     session.learning.learn_repeat(repeated)
     if repeated:
         return  # a repeat's aggregates come back with it, not in another statement
-    for node in parameter_free_intermediates(matched.tree):
+    for node in matched.parameter_free:
         found = matched.observations.get(node.fingerprint)
         if found is not None and not node.uncacheable:
             session.learning.learn_parameter_free(found.stats.ref > 1)

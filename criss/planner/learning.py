@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.policies.decisions import stages_of
 from criss.qtree.executed import PlannedQuery, standing_in
-from criss.qtree.plan import PlanNode
+from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.tree import QTree
 
@@ -441,7 +441,7 @@ def facts_from_execution(
     computed = {
         renamed.get(n.path, n.fingerprint)
         for n in tree.walk()
-        if storable(n) and not any(n.path[: len(p)] == p for p in partial)
+        if storable(n) and not within(n.path, partial)
     }
     wanted = computed if wanted is None else computed.intersection(wanted)
     statistics = statistics_from_metrics(

@@ -32,7 +32,7 @@ from criss.planner.spark_cache import (
 from criss.planner.workspace import Workspace
 from criss.policies.decisions import CACHE, Decision
 from criss.policies.lifting import LiftFacts, decide_lift, refused_lift
-from criss.qtree.plan import PlanNode
+from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
     Derivation,
@@ -84,7 +84,7 @@ def _candidates(tree: PlanNode, served: ServedReuses):
     what is under it too)."""
 
     def visit(node: PlanNode):
-        if any(node.path[: len(p)] == p for p in served):
+        if within(node.path, served):
             return
         if node.op == "Aggregate" and storable(node):
             yield node

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import (
     Relative,
@@ -160,6 +161,8 @@ class Match:
     #: Operators a cached entry could serve that are computed instead, measured cheaper
     #: than ``min_texec``: path -> (the entry, its measured Texec).
     unread: dict[tuple[int, ...], tuple[str, float]] = field(default_factory=dict)
+    #: The highest parameter-free aggregates under the result (criss.qtree.parameters).
+    parameter_free: tuple[PlanNode, ...] = ()
 
     @property
     def stats(self):
@@ -178,6 +181,7 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         ordering=final_ordering(tree),
         table_rows=_copied_table_rows(tree, observations),
         unread=_unread(session, view.cheap),
+        parameter_free=tuple(parameter_free_intermediates(tree)),
     )
 
 
