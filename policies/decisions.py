@@ -43,7 +43,8 @@ from criss.policies.selection import (
     keeps_most_rows,
     measured_score,
 )
-from criss.qtree.lineage import max_rows, output_width
+from criss.qtree.bounds import max_rows
+from criss.qtree.lineage import output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
 from criss.qtree.tree import NodeStats
@@ -114,6 +115,16 @@ REASONS: Mapping[str, str] = {
     "unprojected_scan": (
         "filters a table without narrowing its columns: a copy would hold every column "
         "(cached once measured, or as a query's result)"
+    ),
+    "widened_copy_most_rows": (
+        "a copy of one table keeping {rows} of its {table_rows} rows, with columns looked up "
+        "in tables Spark broadcasts: no cheaper to read back than scanning it and looking "
+        "them up again"
+    ),
+    "widened_copy_unmeasured": (
+        "a copy of one table with columns looked up in tables Spark broadcasts: cached only "
+        "once its rows are measured (from an executed plan), if it keeps few of the table's "
+        "rows"
     ),
     "table_copy_unmeasured": (
         "a copy of one table: cached only once its rows are measured (from an executed "
@@ -351,9 +362,10 @@ def _measured_verdict(
 ) -> _Verdict:
     source = stats.stats_source or MEASURED
     table = facts.table_rows.get(node.path)
-    if not is_result and table_copy(node) and keeps_most_rows(stats.rows, table):
+    if not is_result and node.path in facts.table_rows and keeps_most_rows(stats.rows, table):
         numbers = {"rows": stats.rows, "table_rows": table}
-        return _Verdict(None, Decision(SKIP, "table_copy_most_rows", numbers, source))
+        reason = "table_copy_most_rows" if table_copy(node) else "widened_copy_most_rows"
+        return _Verdict(None, Decision(SKIP, reason, numbers, source))
     if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
         numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
         return _Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
@@ -387,6 +399,8 @@ def _unmeasured_verdict(
         return _Verdict(None, Decision(SKIP, "unprojected_scan"))
     if not is_result and table_copy(node):
         return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
+    if not is_result and node.path in facts.table_rows:
+        return _Verdict(None, Decision(SKIP, "widened_copy_unmeasured"))
     scanned = node.scanned_bytes_outside(facts.reused)
     stages = stages_of(node, facts.reused, cache_reads_count=is_result)
     estimate = stages * rules.stage_seconds + scanned / rules.scan_rate

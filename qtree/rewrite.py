@@ -40,6 +40,28 @@ def table_copy(node: PlanNode) -> bool:
     return bool(node.children) and scan_only(node)
 
 
+def copied_relation(node: PlanNode, broadcast_bytes: int) -> PlanNode | None:
+    """The relation whose rows caching ``node`` would copy, or None: the one relation of a
+    table copy, or the largest relation of a subtree that only filters, projects and joins
+    it with relations whose files fit Spark's broadcast threshold (``broadcast_bytes``).
+    Those joins only look columns up for its rows, in the stage that scans it: reading
+    such a copy back saves the lookups, and scans about as many rows as the table."""
+    if table_copy(node):
+        return next(node.leaves())
+    if not node.children or any(
+        n.children and n.op not in ROW_LOCAL and n.op != "Join" for n in node.walk()
+    ):
+        return None
+    leaves = list(node.leaves())
+    if any(not leaf.relation or "bytes" not in leaf.relation for leaf in leaves):
+        return None
+    largest = max(leaves, key=lambda leaf: leaf.relation["bytes"])
+    small = all(
+        0 <= leaf.relation["bytes"] <= broadcast_bytes for leaf in leaves if leaf is not largest
+    )
+    return largest if small else None
+
+
 def unprojected_scan(node: PlanNode) -> bool:
     """Rows of one table with all its columns (a Filter straight over the relation).
 

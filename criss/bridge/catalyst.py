@@ -245,6 +245,12 @@ class CatalystBridge:
             return JoinPlan(self, df)
         return JoinPlan(self, df, captured.nodes, captured.tree)
 
+    @jvm_errors("read Spark's broadcast join threshold")
+    def broadcast_threshold(self) -> int:
+        """Bytes under which Spark broadcasts a join's input
+        (``spark.sql.autoBroadcastJoinThreshold``; negative: it broadcasts none)."""
+        return int(self.spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+
     @jvm_errors("count Spark's task slots")
     def task_slots(self) -> int:
         """Tasks Spark can run at once now (the executors' cores over the cores a task

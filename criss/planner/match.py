@@ -16,11 +16,11 @@ from criss.qtree.rewrite import (
     Relative,
     Reuse,
     SortKey,
+    copied_relation,
     final_ordering,
     plan_reuse,
     result_node,
     storable,
-    table_copy,
 )
 from criss.qtree.subsume import Shape
 from criss.qtree.tree import Observation
@@ -156,7 +156,8 @@ class Match:
     reuses: list[Reuse]
     #: The final ORDER BY over the query's result: the Sort's path and keys.
     ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None
-    #: Rows of the table each measured table copy reads (Parquet footers).
+    #: Rows of the table each copy of one table copies (Parquet footers; see
+    #: criss.qtree.rewrite.copied_relation).
     table_rows: dict[tuple[int, ...], int | None]
     #: Operators a cached entry could serve that are computed instead, measured cheaper
     #: than ``min_texec``: path -> (the entry, its measured Texec).
@@ -179,7 +180,7 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         observations=observations,
         reuses=reuses,
         ordering=final_ordering(tree),
-        table_rows=_copied_table_rows(tree, observations),
+        table_rows=_copied_table_rows(tree, session.bridge.broadcast_threshold()),
         unread=_unread(session, view.cheap),
         parameter_free=tuple(parameter_free_intermediates(tree)),
     )
@@ -199,13 +200,12 @@ def stale_relations(session: CrissSession, tree: PlanNode) -> list[str]:
     return session.qtree.stale_relations(relations)
 
 
-def _copied_table_rows(
-    tree: PlanNode, observations: dict[str, Observation]
-) -> dict[tuple[int, ...], int | None]:
-    """A measured copy of one table is judged by the share of the table's rows it keeps."""
+def _copied_table_rows(tree: PlanNode, broadcast_bytes: int) -> dict[tuple[int, ...], int | None]:
+    """The rows of the table each copy of one table (criss.qtree.rewrite.copied_relation)
+    copies: a copy is judged by the share of them it keeps."""
     rows = {}
     for node in tree.walk():
-        seen = observations.get(node.fingerprint)
-        if seen is not None and seen.stats.has_stats and table_copy(node):
-            rows[node.path] = table_rows(next(node.leaves()).relation)
+        copied = copied_relation(node, broadcast_bytes)
+        if copied is not None:
+            rows[node.path] = table_rows(copied.relation)
     return rows
