@@ -29,6 +29,17 @@ def read_arrow(files: list[str]) -> Any:
         raise BridgeError(f"cached files could not be read: {exc}") from exc
 
 
+def parquet_rows(files: list[str]) -> int:
+    """Rows in cached Parquet files, from their footers (a damaged file raises BridgeError)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return sum(pq.read_metadata(local_file(name) or name).num_rows for name in files)
+    except (OSError, pa.ArrowException) as exc:
+        raise BridgeError(f"cached files could not be read: {exc}") from exc
+
+
 def arrow_exact(data_type: Any) -> bool:
     """Whether values of ``data_type`` survive Parquet → Arrow → Spark unchanged.
 

@@ -129,6 +129,35 @@ def test_small_results_are_read_on_the_driver_with_exact_values(spark, tmp_path)
     via_spark.close()
 
 
+def test_an_entry_too_large_to_hand_over_in_a_stages_time_is_read_by_spark(spark, tmp_path):
+    """Reading an entry on the driver is bounded by what it was measured to take: at most as
+    many values (rows × columns) as a local relation is built with in the time a stage of a
+    read job costs. A bigger entry, under ``local_read_bytes`` still, is read by Spark."""
+    path = str(tmp_path / "wide")
+    spark.range(0, 60_000).selectExpr("id", "id * 2 as twice").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("sixty_thousand_t")
+    sql = "select id, twice from sixty_thousand_t where id % 2 = 0 or id < 40000"
+    expected = spark.sql(sql).collect()
+    cs = criss.session(spark, home=str(tmp_path / "home"))
+    assert_same_rows(cs.sql(sql).collect(), expected)  # cached as it runs
+    prior = cs.learning.local_read_values
+    assert prior >= 50_000 * 2  # the prior bound: this entry is read on the driver
+    df = cs.sql(sql)
+    assert "LocalTableScan" in _leaf_scans(df)
+    assert_same_rows(df.collect(), expected)
+    assert cs.last_query_summary()["operators_reused"] == 1
+    assert cs.learning.local_read_values != prior  # the read was measured and learned
+    for _ in range(30):  # as if such reads had been measured to take a second each
+        cs.learning.learn_local_read(100_000, 1.0)
+    assert cs.learning.local_read_values < 50_000 * 2
+    cs.bridge.forget_reads()  # the local plan kept for reuse would stand in otherwise
+    df = cs.sql(sql)
+    assert "FileScan parquet" in _leaf_scans(df) and "LocalTableScan" not in _leaf_scans(df)
+    assert_same_rows(df.collect(), expected)
+    assert cs.last_query_summary()["operators_reused"] == 1
+    cs.close()
+
+
 def _typed_table(spark, tmp_path):
     """View ``typed_t``: every column type, with NaN, -0.0 and a row of NULLs."""
     path = str(tmp_path / "typed")

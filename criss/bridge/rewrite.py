@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.capture import PlanNodes
 from criss.bridge.plans import analyzed_plan
 from criss.errors import BridgeError
-from criss.localio import LOCAL_SORT_ROWS, arrow_exact, read_arrow, spark_order
+from criss.localio import LOCAL_SORT_ROWS, arrow_exact, parquet_rows, read_arrow, spark_order
 from criss.storage.tiers import local_file
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class ReadPlans:
         self.bridge = bridge
         self._plans: dict[tuple, Any] = {}
         self._local_bytes = 0
+        #: (values, seconds) of each entry read on the driver since the planner took them.
+        self.local_reads: list[tuple[int, float]] = []
 
     def cached_read_plan(
         self,
@@ -179,6 +182,15 @@ class ReadPlans:
         spark = self.bridge.spark
         schema = StructType.fromJson(json.loads(schema_json))
         local_bytes = self._driver_bytes(files, schema)
+        values = None
+        if local_bytes is not None and files and not order:
+            # an ordered read stands in for a Sort's shuffle: only LOCAL_SORT_ROWS bounds it
+            rows = table.num_rows if table is not None else parquet_rows(files)
+            values = rows * max(len(schema.fields), 1)
+            limit = self.bridge.local_read_values
+            if limit is not None and values > limit:
+                local_bytes = None
+        started = time.perf_counter()
         if local_bytes is not None and files and table is None:
             table = read_arrow(files)
         if order and files:
@@ -192,6 +204,8 @@ class ReadPlans:
         else:
             reader = spark.read.schema(schema).parquet(*files)
         plan = analyzed_plan(reader)
+        if local_bytes is not None and values is not None:
+            self.local_reads.append((values, time.perf_counter() - started))
         self._keep(version, plan, local_bytes or 0)
         return plan
 

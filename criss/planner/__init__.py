@@ -64,10 +64,13 @@ def plan_query(
         )
         return capture.df
     work = Workspace(session, capture.captured, matched, record, lease, df=capture.df)
+    session.bridge.local_read_values = session.learning.local_read_values
     with record.timed("serve"):
         served = serve(work, view)
     with record.timed("lift"):
         lift(work, view, served, rules)
+    for values, seconds in session.bridge.take_local_reads():
+        session.learning.learn_local_read(values, seconds)
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
         learn_recurrences(session, matched)

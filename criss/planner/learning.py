@@ -45,6 +45,12 @@ PARQUET_RATIO_MIN_BYTES = 1 << 20
 WRITE_BANDWIDTH_MIN_BYTES = 1 << 20
 #: Reads of cached entries from which the read bandwidth is learned (as for writes).
 READ_BANDWIDTH_MIN_BYTES = 1 << 20
+#: Seconds per value (row × column) of handing a cached entry's rows to Spark as a local
+#: relation, assumed before any was measured (TPC-H Q17's per-part average at SF 1: 0.18 s
+#: for 200,000 rows of two columns), and the reads it is learned from (smaller ones are
+#: mostly fixed cost).
+DEFAULT_LOCAL_VALUE_SECONDS = 0.5e-6
+LOCAL_READ_MIN_VALUES = 50_000
 #: Operators whose output has as many rows as their single input.
 _ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
@@ -211,6 +217,20 @@ class Learning:
     def stage_seconds(self) -> float:
         """Seconds per stage spent outside the operators' own work."""
         return self._rate("stage_seconds", DEFAULT_STAGE_SECONDS)
+
+    @property
+    def local_read_values(self) -> int:
+        """Most values (rows × columns) a cached entry may hold to be read on the driver and
+        handed to Spark as a local relation: as many as that takes in the time a stage of a
+        read job costs (the learned seconds per stage)."""
+        seconds = self._rate("local_value_seconds", DEFAULT_LOCAL_VALUE_SECONDS)
+        return int(self.stage_seconds / max(seconds, 1e-12))
+
+    def learn_local_read(self, values: int, seconds: float) -> None:
+        """Blend in the seconds per value of one entry read on the driver (at least
+        ``LOCAL_READ_MIN_VALUES``)."""
+        if values >= LOCAL_READ_MIN_VALUES and seconds > 0:
+            self._blend("local_value_seconds", DEFAULT_LOCAL_VALUE_SECONDS, seconds / values)
 
     @property
     def result_ratio(self) -> float:
