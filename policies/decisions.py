@@ -43,8 +43,7 @@ from criss.policies.selection import (
     keeps_most_rows,
     measured_score,
 )
-from criss.qtree.bounds import max_rows
-from criss.qtree.lineage import output_width
+from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
 from criss.qtree.tree import NodeStats

@@ -177,6 +177,30 @@ def output_width(node: PlanNode) -> int | None:
     return None
 
 
+#: Operators whose output has at most as many rows as their single input.
+_ROW_BOUNDED_BY_INPUT = frozenset({"Project", "Filter", "Sort", "SubqueryAlias", "Sample"})
+
+
+def max_rows(node: PlanNode) -> int | None:
+    """At most how many rows ``node`` outputs, from its shape alone (None if its shape
+    does not bound them): an aggregate without grouping columns outputs one row, a limit at
+    most its literal."""
+    op = node.op
+    if op == "Aggregate":
+        if node.args.get("groupingExpressions") == []:
+            return 1
+    elif op in ("GlobalLimit", "LocalLimit"):
+        expr = node.args.get("limitExpr")
+        limit = _literal(expr) if isinstance(expr, Expr) else None
+        inner = max_rows(node.children[0]) if len(node.children) == 1 else None
+        if limit is not None and limit[1].isdigit():
+            return int(limit[1]) if inner is None else min(int(limit[1]), inner)
+        return inner
+    elif op in _ROW_BOUNDED_BY_INPUT and len(node.children) == 1:
+        return max_rows(node.children[0])
+    return None
+
+
 def join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
     """Which inputs' columns a join of ``kind`` outputs, and which may be NULL-extended."""
     return _join_shape(kind)
@@ -187,12 +211,12 @@ def object_name(value: Any) -> str:
     return _object_name(value)
 
 
-def _length(value: Any) -> int | None:
-    return len(value) if isinstance(value, list | tuple) else None
-
-
 def _join_shape(kind: str) -> tuple[bool, bool, bool, bool] | None:
     return next((shape for name, shape in _JOIN_OUTPUT.items() if kind.endswith(name)), None)
+
+
+def _length(value: Any) -> int | None:
+    return len(value) if isinstance(value, list | tuple) else None
 
 
 def _column(expr: Any, inputs: tuple[str, ...]) -> str:
@@ -428,11 +452,11 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
         op = _COMPARISONS[name]
         if kids[0].cls == _LITERAL and kids[1].cls == ATTRIBUTE:
             kids, op = kids[::-1], MIRRORED[op]
-        literal = literal_of(kids[1]) if kids[0].cls == ATTRIBUTE else None
+        literal = _literal(kids[1]) if kids[0].cls == ATTRIBUTE else None
         if literal is not None:
             return Atom.compare(inputs[_ordinal(kids[0], inputs)], op, *literal)
     elif name == "In" and kids and kids[0].cls == ATTRIBUTE:
-        literals = [literal_of(k) for k in kids[1:]]
+        literals = [_literal(k) for k in kids[1:]]
         if literals and all(lit is not None for lit in literals):
             types = {lit[0] for lit in literals}
             if len(types) == 1:
@@ -452,7 +476,7 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
     return Atom.opaque(_key(expr, inputs))
 
 
-def literal_of(expr: Expr) -> tuple[str, str] | None:
+def _literal(expr: Expr) -> tuple[str, str] | None:
     """(data type, value text) of a non-NULL literal of a simple type, else None."""
     if expr.cls != _LITERAL:
         return None
@@ -470,28 +494,22 @@ def literal_of(expr: Expr) -> tuple[str, str] | None:
 class AggregateOutput:
     """One output of an Aggregate: a grouping column (``group``, by lineage), an aggregate
     function over one argument (``function`` Catalyst's short class name, ``argument`` the
-    canonical text of its input, ``distinct``), or another expression (``expression``), with
-    the aggregate functions it computes from (``parts``: (function, argument, distinct) in
-    the order a pre-order walk of it meets them; none where it reads anything else, a
-    grouping column or an aggregate of another kind). ``text`` is the output's canonical
-    text over the input's lineage: equal texts compute the same value from the same groups."""
+    canonical text of its input, ``distinct``), or another expression (``expression``).
+    ``text`` is the output's canonical text over the input's lineage: equal texts compute
+    the same value from the same groups."""
 
     kind: str
     text: str
     function: str = ""
     argument: str = ""
     distinct: bool = False
-    parts: tuple[tuple[str, str, bool], ...] = ()
 
     def to_json(self) -> list[Any]:
-        data = [self.kind, self.text, self.function, self.argument, self.distinct]
-        return data + [[list(p) for p in self.parts]] if self.parts else data
+        return [self.kind, self.text, self.function, self.argument, self.distinct]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> AggregateOutput:
-        kind, text, function, argument, distinct, *rest = data
-        parts = tuple(tuple(p) for p in rest[0]) if rest else ()
-        return cls(kind, text, function, argument, distinct, parts)
+        return cls(*data)
 
 
 @dataclass(frozen=True)
@@ -548,44 +566,22 @@ def _aggregate_output(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput:
     if expr.cls == ATTRIBUTE:
         return AggregateOutput("group", inputs[_ordinal(expr, inputs)])
     text = _key(expr, inputs)
-    part = _aggregate_part(expr, inputs)
-    if part is not None:
-        return AggregateOutput("aggregate", text, *part)
-    return AggregateOutput("expression", text, parts=_parts(expr, inputs))
-
-
-def _aggregate_part(expr: Expr, inputs: tuple[str, ...]) -> tuple[str, str, bool] | None:
-    """``expr`` as one aggregate function of one argument (its short class name, the
-    argument's text, whether distinct), or None."""
     unscaled = _unscaled_sum(expr)
     if unscaled is not None:  # Catalyst's DecimalAggregates: a short decimal summed as a long
-        return "Sum", _key(unscaled, inputs), False
-    if expr.cls != _AGGREGATE_EXPRESSION or len(expr.children) != 1:
-        return None
-    fields = dict(expr.fields)
-    function = expr.children[0]
-    mode = _object_name(fields.get("mode"))
-    if not mode.endswith("Complete$") or len(function.children) != 1 or "filter" in fields:
-        return None
-    name = function.cls.rsplit(".", 1)[-1]
-    return name, _key(function.children[0], inputs), fields.get("isDistinct") is True
-
-
-def _parts(expr: Expr, inputs: tuple[str, ...]) -> tuple[tuple[str, str, bool], ...]:
-    """The aggregate functions an output expression computes from, in pre-order (see
-    AggregateOutput.parts), or () where it reads anything else."""
-    found: list[tuple[str, str, bool]] = []
-
-    def only_parts(node: Expr) -> bool:
-        part = _aggregate_part(node, inputs)
-        if part is not None:
-            found.append(part)
-            return True
-        if node.cls in (ATTRIBUTE, _AGGREGATE_EXPRESSION):
-            return False
-        return all(only_parts(child) for child in node.children)
-
-    return tuple(found) if only_parts(expr) and found else ()
+        return AggregateOutput("aggregate", text, "Sum", _key(unscaled, inputs))
+    if expr.cls == _AGGREGATE_EXPRESSION and len(expr.children) == 1:
+        fields = dict(expr.fields)
+        function = expr.children[0]
+        mode = _object_name(fields.get("mode"))
+        if mode.endswith("Complete$") and len(function.children) == 1 and "filter" not in fields:
+            return AggregateOutput(
+                "aggregate",
+                text,
+                function.cls.rsplit(".", 1)[-1],
+                _key(function.children[0], inputs),
+                fields.get("isDistinct") is True,
+            )
+    return AggregateOutput("expression", text)
 
 
 def output_lineage(node: PlanNode) -> tuple[str, ...] | None:

@@ -11,9 +11,7 @@ Pure rules over signatures (``criss.qtree.lineage``), each answering with a
   ``γ[G'; A'](σ[q](X))`` when ``q`` implies ``p``, the residual reads only grouping columns
   of ``G`` and ``G'`` is part of ``G``. With ``G' = G`` the cached groups are filtered (any
   aggregate); with fewer grouping columns they are aggregated again, for aggregates that
-  decompose: sum, count, min, max, and avg from a cached sum and count of its argument,
-  and expressions over those alone (TPC-H Q14's ``100 * sum(promo) / sum(all)``), computed
-  from the rolled-up aggregates.
+  decompose: sum, count, min, max, and avg from a cached sum and count of its argument.
 
 Operators are keyed by what stays when parameters change (:func:`subsumption_key`): the
 rows before the liftable filters, and for an Aggregate also that it aggregates them. The
@@ -118,13 +116,10 @@ class Residual:
 class DerivedColumn:
     """One wanted output from the cached columns: ``column`` as it is, or (a roll-up)
     ``sum``, ``count`` (a sum of counts, 0 when there are none), ``min``, ``max`` of one,
-    ``avg`` from a cached sum and count, or ``expression``: the wanted output's own
-    expression over its aggregate functions, each rolled up as one of ``parts`` (in the
-    order of AggregateOutput.parts)."""
+    or ``avg`` from a cached sum and count."""
 
     how: str
     columns: tuple[int, ...]
-    parts: tuple[DerivedColumn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -203,15 +198,6 @@ def _rolled_up(
 ) -> DerivedColumn | None:
     if output.kind == "group":
         return DerivedColumn("column", (grouped[output.text],)) if output.text in grouped else None
-    if output.kind == "expression" and output.parts:
-        parts = [
-            _rolled_up(AggregateOutput("aggregate", "", *part), grouped, cached)
-            for part in output.parts
-        ]
-        if any(part is None for part in parts):
-            return None
-        columns = tuple(c for part in parts for c in part.columns)
-        return DerivedColumn("expression", columns, tuple(parts))
     if output.kind != "aggregate" or (output.distinct and output.function not in ("Min", "Max")):
         return None
 
@@ -310,10 +296,10 @@ def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
     column it does not group by already, or an output that does not decompose."""
     if shape.kind != "aggregate":
         return None
-    functions = [(o.function, o.distinct) for o in shape.outputs if o.kind == "aggregate"]
-    functions += [(f, distinct) for o in shape.outputs for f, _, distinct in o.parts]
-    if any(o.kind == "expression" and not o.parts for o in shape.outputs) or any(
-        distinct or function not in LIFTABLE_FUNCTIONS for function, distinct in functions
+    if any(
+        o.kind == "expression"
+        or (o.kind == "aggregate" and (o.distinct or o.function not in LIFTABLE_FUNCTIONS))
+        for o in shape.outputs
     ):
         return None
     columns = sorted(

@@ -21,7 +21,7 @@ from criss.policies.decisions import (
     decide_caching,
     describe,
 )
-from criss.qtree.bounds import max_rows
+from criss.qtree.lineage import max_rows
 from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.tree import NodeStats
 from criss.records import OperatorRecord, OperatorStats, QueryRecord, Served, operators_from_json

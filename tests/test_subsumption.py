@@ -560,34 +560,3 @@ def test_a_failure_while_weighing_a_lift_leaves_the_query_to_criss_unlifted(
     assert summary.get("fallback") is None and summary.get("aggregates_lifted", 0) == 0
     assert summary["operators_cached"] == 1, summary
     cs.close()
-
-
-def _q14(month: int) -> str:
-    """TPC-H Q14: one output, an expression over two sums, over a month of shipments."""
-    return (
-        "select 100.00 * sum(case when p_type like 'PROMO%' "
-        "then l_extendedprice * (1 - l_discount) else 0 end) "
-        "/ sum(l_extendedprice * (1 - l_discount)) as promo_revenue "
-        "from lineitem, part where l_partkey = p_partkey "
-        f"and l_shipdate >= date '1995-{month:02d}-01' "
-        f"and l_shipdate < date '1995-{month:02d}-01' + interval '1' month"
-    )
-
-
-def test_an_output_computed_from_aggregates_is_lifted_and_rolled_up(tpch, tmp_path):
-    """TPC-H Q14's ratio of two sums is lifted over the ship date like a plain sum: the
-    lifted result keeps both sums per day, and each month's ratio is computed from their
-    roll-up (in the types Spark planned them in: equal decimals)."""
-    cs = criss.session(tpch, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
-    _through(cs, tpch, _q14(9))
-    assert cs.last_query_summary().get("aggregates_lifted", 0) == 0  # no evidence yet
-    _, summary = _through(cs, tpch, _q14(3))
-    assert summary.get("aggregates_lifted") == 1, cs.explain(cs.sql(_q14(3)))
-    assert _rule_count(summary, AGGREGATE_ROLLUP) == 1
-    for month in (5, 11, 12):
-        _, summary = _through(cs, tpch, _q14(month))
-        assert summary.get("aggregates_lifted", 0) == 0
-        assert _rule_count(summary, AGGREGATE_ROLLUP) == 1, cs.explain(cs.sql(_q14(month)))
-    said = cs.explain(cs.sql(_q14(7)))
-    assert "aggregate-rollup" in said and "expression(" in said, said
-    cs.close()

@@ -5,9 +5,7 @@ Built from the optimized plan's own nodes: each Filter holding parameters loses 
 conditions on the lifted columns, every Project between it and the Aggregate passes those
 columns on, and the Aggregate becomes a DataFrame grouped by its grouping expressions and
 the lifted columns, keeping its sums, counts, minima and maxima and splitting each average
-into a sum and a count; an output computed from such aggregates alone (``100 * sum(a) /
-sum(b)``) keeps each of them. Expressions keep their exprIds, so every reference still
-resolves.
+into a sum and a count. Expressions keep their exprIds, so every reference still resolves.
 """
 
 from __future__ import annotations
@@ -53,71 +51,14 @@ def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSit
         if _name(output) == "AttributeReference":
             continue  # a grouping column: groupBy outputs it
         function = _aggregate_function(output)
-        if function is None:  # an expression over aggregates: each of them
-            parts = aggregate_parts(output.child()) if _name(output) == "Alias" else None
-            if not parts:
-                raise BridgeError(f"cannot lift the aggregate output {output.sql()}")
-            measures += [m for part in parts for m in _part_measures(bridge, part)]
-        elif _name(function) in _KEPT_FUNCTIONS:
+        if function is None:
+            raise BridgeError(f"cannot lift the aggregate output {output.sql()}")
+        if _name(function) in _KEPT_FUNCTIONS:
             measures.append(bridge.column(output))
         else:  # Average: a sum and a count of its argument
             argument = bridge.column(function.children().apply(0))
             measures += [F.sum(argument), F.count(argument)]
     return frame.groupBy(*groups).agg(*measures)
-
-
-def aggregate_parts(expression: Any) -> list[Any] | None:
-    """The aggregates an output expression computes from, in pre-order (as
-    ``criss.qtree.lineage`` lists them: an exact decimal sum whole), or None where it reads
-    a column outside them."""
-    if _is_part(expression):
-        return [expression]
-    if _name(expression) == "AttributeReference":
-        return None
-    parts: list[Any] = []
-    for child in _items(expression.children()):
-        below = aggregate_parts(child)
-        if below is None:
-            return None
-        parts += below
-    return parts
-
-
-def replace_aggregate_parts(bridge: CatalystBridge, expression: Any, replacements: Any) -> Any:
-    """``expression`` with each of its aggregate parts (see :func:`aggregate_parts`) replaced
-    by the next of ``replacements`` (an iterator of JVM expressions), in pre-order."""
-    if _is_part(expression):
-        return next(replacements)
-    kids = _items(expression.children())
-    if not kids:
-        return expression
-    return expression.withNewChildren(
-        bridge.seq([replace_aggregate_parts(bridge, kid, replacements) for kid in kids])
-    )
-
-
-def _is_part(expression: Any) -> bool:
-    name = _name(expression)
-    if name == "MakeDecimal":
-        return _name(expression.child()) == "AggregateExpression"
-    return name == "AggregateExpression"
-
-
-def _part_measures(bridge: CatalystBridge, part: Any) -> list[Any]:
-    """What a lifted aggregate keeps of one aggregate inside an output expression: itself,
-    or an average's sum and count."""
-    from pyspark.sql import functions as F
-
-    aggregate = part.child() if _name(part) == "MakeDecimal" else part
-    function = aggregate.aggregateFunction()
-    if aggregate.isDistinct() or aggregate.filter().isDefined():
-        raise BridgeError(f"cannot lift the aggregate {part.sql()}")
-    if _name(function) in _KEPT_FUNCTIONS:
-        return [bridge.column(part)]
-    if _name(function) == "Average" and function.children().size() == 1:
-        argument = bridge.column(function.children().apply(0))
-        return [F.sum(argument), F.count(argument)]
-    raise BridgeError(f"cannot lift the aggregate {part.sql()}")
 
 
 def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
@@ -140,10 +81,6 @@ def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
         function = _aggregate_function(output)
         if function is not None and _name(function) == "Average":
             width += 8
-        elif function is None and _name(output) == "Alias":
-            # an expression over aggregates keeps each of them (one of its width counted)
-            parts = aggregate_parts(output.child()) or []
-            width += 8 * max(len(parts) - 1, 0)
     return width
 
 

@@ -109,24 +109,17 @@ class ReadPlans:
         else:
             groups = [cached(p).alias(f"g{p}") for p in derivation.grouping]
             aggregates = {
-                f"a{i}_{k}" if o.how == "expression" else f"a{i}": rolled_up(
-                    part, cached, read.schema
-                )
+                i: rolled_up(o, cached, read.schema).alias(f"a{i}")
                 for i, o in enumerate(derivation.outputs)
-                for k, part in enumerate(o.parts if o.how == "expression" else (o,))
                 if o.how != "column"
             }
             read = (
-                read.groupBy(*groups).agg(*(c.alias(n) for n, c in aggregates.items()))
+                read.groupBy(*groups).agg(*aggregates.values())
                 if aggregates
                 else (read.select(*groups).distinct())
             )
             outputs = [
-                F.col(f"g{o.columns[0]}")
-                if o.how == "column"
-                else self._over_rolled_up(original, i, read)
-                if o.how == "expression"
-                else F.col(f"a{i}")
+                F.col(f"a{i}") if i in aggregates else F.col(f"g{o.columns[0]}")
                 for i, o in enumerate(derivation.outputs)
             ]
         derived = read.select(
@@ -136,31 +129,6 @@ class ReadPlans:
         bridge, made = self.bridge, plan.output()
         aliases = [bridge.alias_as(made.apply(i), wanted.apply(i)) for i in range(wanted.size())]
         return bridge.project(bridge.seq(aliases), plan)
-
-    def _over_rolled_up(self, original: Any, index: int, grouped: DataFrame) -> Any:
-        """Output ``index`` of the Aggregate ``original`` computed from ``grouped``'s
-        rolled-up aggregates ``a{index}_{k}``: its own expression, each aggregate in it (in
-        pre-order) replaced by the rolled-up one cast to that aggregate's type, so that the
-        expression computes in the types Spark planned it in."""
-        from criss.bridge.lift import aggregate_parts, replace_aggregate_parts
-
-        output = original.aggregateExpressions().apply(index)
-        expression = output.child() if output.getClass().getSimpleName() == "Alias" else output
-        parts = aggregate_parts(expression) or []
-        made = analyzed_plan(grouped).output()
-        by_name = {str(made.apply(i).name()): made.apply(i) for i in range(made.size())}
-        columns = [by_name.get(f"a{index}_{k}") for k in range(len(parts))]
-        if not parts or None in columns or f"a{index}_{len(parts)}" in by_name:
-            raise BridgeError(f"the aggregates of {output.sql()} are not the rolled-up ones")
-        E = self.bridge.jvm.org.apache.spark.sql.catalyst.expressions
-        replacements = [
-            column
-            if column.dataType().equals(part.dataType())
-            else E.Cast(column, part.dataType(), self.bridge.none, E.EvalMode.LEGACY())
-            for part, column in zip(parts, columns, strict=True)
-        ]
-        replaced = replace_aggregate_parts(self.bridge, expression, iter(replacements))
-        return self.bridge.column(replaced)
 
     def read_plan(
         self,
