@@ -156,8 +156,8 @@ class Match:
     reuses: list[Reuse]
     #: The final ORDER BY over the query's result: the Sort's path and keys.
     ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None
-    #: Rows of the table each copy of one table copies (Parquet footers; see
-    #: criss.qtree.rewrite.copied_relation).
+    #: Each copy of one table (criss.qtree.rewrite.copied_relation), with the rows of the
+    #: table it copies where the copy is measured (Parquet footers; else None).
     table_rows: dict[tuple[int, ...], int | None]
     #: Operators a cached entry could serve that are computed instead, measured cheaper
     #: than ``min_texec``: path -> (the entry, its measured Texec).
@@ -180,7 +180,7 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         observations=observations,
         reuses=reuses,
         ordering=final_ordering(tree),
-        table_rows=_copied_table_rows(tree, session.bridge.broadcast_threshold()),
+        table_rows=_copied_table_rows(tree, observations, session.bridge.broadcast_threshold()),
         unread=_unread(session, view.cheap),
         parameter_free=tuple(parameter_free_intermediates(tree)),
     )
@@ -200,12 +200,18 @@ def stale_relations(session: CrissSession, tree: PlanNode) -> list[str]:
     return session.qtree.stale_relations(relations)
 
 
-def _copied_table_rows(tree: PlanNode, broadcast_bytes: int) -> dict[tuple[int, ...], int | None]:
-    """The rows of the table each copy of one table (criss.qtree.rewrite.copied_relation)
-    copies: a copy is judged by the share of them it keeps."""
+def _copied_table_rows(
+    tree: PlanNode, observations: dict[str, Observation], broadcast_bytes: int
+) -> dict[tuple[int, ...], int | None]:
+    """Every copy of one table (criss.qtree.rewrite.copied_relation), with the rows of the
+    table it copies where the copy is measured (a measured copy is judged by the share of
+    them it keeps; an unmeasured one only waits, so no footer is read for it: None)."""
     rows = {}
     for node in tree.walk():
         copied = copied_relation(node, broadcast_bytes)
-        if copied is not None:
-            rows[node.path] = table_rows(copied.relation)
+        if copied is None:
+            continue
+        seen = observations.get(node.fingerprint)
+        measured = seen is not None and seen.stats.has_stats
+        rows[node.path] = table_rows(copied.relation) if measured else None
     return rows
