@@ -53,10 +53,12 @@ from criss.qtree import QTree, canonicalize, fingerprint_tree
 from criss.qtree.canonical import RULES, mark_python_udfs
 from criss.qtree.executed import PlannedQuery
 from criss.qtree.plan import PlanNode
+from criss.qtree.scans import with_read_bytes
 from criss.recent import RecentItems
 from criss.report import Report
 from criss.space import TierReach, open_cache
 from criss.storage.tiers import make_private_dir
+from criss.tables import read_bytes
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -411,6 +413,7 @@ class CrissSession:
         tree = None if key is None else self._canonical_trees.get(key)
         if tree is None:
             tree = fingerprint_tree(canonicalize(captured.tree, self._rules))
+            tree = with_read_bytes(tree, lambda leaf, read: read_bytes(leaf.relation, read))
             if key is not None:
                 self._canonical_trees.put(key, tree)
         return tree

@@ -1,4 +1,5 @@
-"""Facts about a query's input tables read without Spark: row counts from Parquet footers.
+"""Facts about a query's input tables read without Spark: row counts and the bytes of each
+column, from Parquet footers.
 
 A relation's identity (``criss.bridge.file_relation_identity``) lists its files with size
 and modification time, so a footer read once is valid until the file changes; the cache is
@@ -8,6 +9,7 @@ keyed by all three.
 from __future__ import annotations
 
 import functools
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -26,14 +28,48 @@ def table_rows(relation: dict[str, Any] | None) -> int | None:
     return total
 
 
-@functools.lru_cache(maxsize=8192)
+def read_bytes(relation: dict[str, Any] | None, positions: Collection[int]) -> int | None:
+    """Bytes of the columns at ``positions`` of a Parquet relation's output (its fields'
+    compressed column chunks, from the footers) on the local file system, or None where
+    unknown. A partition column is in no file and reads none."""
+    if not relation or str(relation.get("format", "")).lower() != "parquet":
+        return None
+    fields = relation.get("fields")
+    if not fields or any(not 0 <= p < len(fields) for p in positions):
+        return None
+    wanted = {str(fields[p]).lower() for p in positions}
+    total = 0
+    for path, size, mtime in relation.get("files", ()):
+        footer = _footer(path, size, mtime)
+        if footer is None:
+            return None
+        total += sum(n for name, n in footer[1] if name in wanted)
+    return total
+
+
 def _footer_rows(path: str, size: int, mtime: int) -> int | None:
+    footer = _footer(path, size, mtime)
+    return None if footer is None else footer[0]
+
+
+@functools.lru_cache(maxsize=8192)
+def _footer(path: str, size: int, mtime: int) -> tuple[int, tuple[tuple[str, int], ...]] | None:
+    """A local Parquet file's rows and compressed bytes per top-level column (lower case,
+    as Spark matches them), or None where it cannot be read."""
     url = urlparse(path)
     if url.scheme not in ("", "file"):
         return None
     import pyarrow.parquet as pq
 
     try:
-        return int(pq.read_metadata(unquote(url.path)).num_rows)
+        metadata = pq.read_metadata(unquote(url.path))
+        columns: dict[str, int] = {}
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            for index in range(row_group.num_columns):
+                chunk = row_group.column(index)
+                name = chunk.path_in_schema.split(".")[0].lower()
+                columns[name] = columns.get(name, 0) + int(chunk.total_compressed_size)
     except (OSError, ValueError):
         return None
+    return int(metadata.num_rows), tuple(sorted(columns.items()))

@@ -269,6 +269,10 @@ def _map_exprs(value: Any, fn: Callable[[Expr], Expr]) -> Any:
 # --- rules over operators ----------------------------------------------------------------------
 
 
+#: Keys of a relation's facts (``criss.bridge.capture``) that are not part of its identity.
+NOT_IDENTITY = frozenset({"fields"})
+
+
 def relation_identity(node: PlanNode) -> PlanNode:
     """A file relation is identified by format, options and its current file listing."""
     if node.op != "LogicalRelation":
@@ -276,7 +280,8 @@ def relation_identity(node: PlanNode) -> PlanNode:
     if not node.relation:
         return node.with_(uncacheable="not a file-based relation (its data version is unknown)")
     args = dict(node.args)
-    args["relation"] = node.relation
+    # the column names only help price a scan: the columns themselves are in the output
+    args["relation"] = {k: v for k, v in node.relation.items() if k not in NOT_IDENTITY}
     return node.with_(args=args)
 
 

@@ -13,6 +13,9 @@ from operator import itemgetter
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+#: ``PlanNode.extra`` key of a file relation leaf: bytes of the columns its query reads
+#: (``criss.qtree.scans``); absent, the relation's file bytes count.
+READ_BYTES = "read_bytes"
 
 CATALYST_PREFIXES = (
     "org.apache.spark.sql.catalyst.plans.logical.",
@@ -77,11 +80,12 @@ class PlanNode:
         return self.scanned_bytes_outside(())
 
     def scanned_bytes_outside(self, served: Iterable[tuple[int, ...]]) -> int:
-        """Bytes of the files the subtree's leaves read, except leaves under a path in
+        """Bytes of the files the subtree's leaves read (of the columns read, where a leaf
+        is marked with them: ``criss.qtree.scans``), except leaves under a path in
         ``served`` (subtrees a cached result stands in for, which read no table file)."""
         served = tuple(served)
         return sum(
-            leaf.relation.get("bytes", 0)
+            leaf.extra.get(READ_BYTES, leaf.relation.get("bytes", 0))
             for leaf in self.leaves()
             if leaf.relation and not within(leaf.path, served)
         )

@@ -14,6 +14,8 @@ import gc
 import pytest
 
 import criss
+from criss.joins import JoinContext
+from criss.joins.prefilter import broadcast_threshold
 from criss.policies import filters as policy
 from criss.qtree.star import key_source, whole_table
 from tests.rowcompare import assert_same_rows
@@ -114,6 +116,20 @@ def test_prefilter_not_applied_when_spark_broadcasts(tpch, forced, tmp_path):
     df = cs.sql(ORDERS_1PCT)
     assert_same_rows(df.collect(), tpch.sql(ORDERS_1PCT).collect())
     assert any("Spark broadcasts" in ln for ln in joins_lines(cs, df))
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("1KB", 1024), ("20MB", 20 << 20), ("-1", -1)])
+def test_the_broadcast_threshold_is_read_as_spark_reads_it(tpch, tmp_path, setting, expected):
+    """A threshold with a unit (``20MB``) is what Spark reads it as, not the 10 MB default
+    a parse of the conf string fell back to."""
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    before = tpch.conf.get(key)
+    tpch.conf.set(key, setting)
+    try:
+        with session(tpch, tmp_path) as cs:
+            assert broadcast_threshold(JoinContext(cs, None)) == expected
+    finally:
+        tpch.conf.set(key, before)
 
 
 ORDERS_1PCT_JOINED_BIG_SIDE = """

@@ -418,6 +418,8 @@ class RelationFacts:
     options: str
     roots: list[str]
     key: str
+    #: The names of the relation's output columns, in order.
+    fields: tuple[str, ...] = ()
     refreshed: tuple[tuple, dict[str, Any]] | None = None
 
 
@@ -491,7 +493,9 @@ def _relation_facts(relation: Any) -> RelationFacts | None:
     roots = sorted(str(location.rootPaths().mkString("\n")).split("\n"))
     fmt = str(relation.fileFormat().toString())
     key = hashlib.sha256(json.dumps([fmt, roots]).encode()).hexdigest()[:24]
-    return RelationFacts(location, fmt, str(relation.options().toString()), roots, key)
+    # LogicalRelation's output is its relation's schema, field by field
+    fields = tuple(f["name"] for f in json.loads(str(relation.schema().json()))["fields"])
+    return RelationFacts(location, fmt, str(relation.options().toString()), roots, key, fields)
 
 
 def _listed(facts: RelationFacts, refresh: bool, look: bool = True) -> dict[str, Any]:
@@ -527,6 +531,8 @@ def _listed(facts: RelationFacts, refresh: bool, look: bool = True) -> dict[str,
         "key": facts.key,
         "version": version,
         "bytes": sum(size for _, size, _ in files),
+        # not part of the identity (criss.qtree.canonical.relation_identity leaves it out)
+        "fields": list(facts.fields),
     }
     if snapshot is not None:
         facts.refreshed = (snapshot, identity)

@@ -121,6 +121,13 @@ class JoinContext:
             self._settings[key] = str(self.session.spark.conf.get(key, default))
         return self._settings[key]
 
+    def broadcast_threshold(self) -> int:
+        """Spark's ``autoBroadcastJoinThreshold`` in bytes (typed by Spark), read once."""
+        key = "spark.sql.autoBroadcastJoinThreshold"
+        if key not in self._settings:
+            self._settings[key] = str(self.session.bridge.broadcast_threshold())
+        return int(self._settings[key])
+
     def side_facts(self, plan: JoinPlan, path: tuple[int, ...], which: str) -> SideFacts:
         """Canonical subtree, fingerprint and QTree statistics of one input of a join.
 

@@ -200,11 +200,9 @@ def semi_filter(big: DataFrame, operands: list[Column], keys: DataFrame) -> Data
 
 
 def broadcast_threshold(context: JoinContext) -> int:
-    value = context.setting("spark.sql.autoBroadcastJoinThreshold", "10485760")
-    try:
-        return int(value.lower().rstrip("b"))
-    except ValueError:
-        return 10 << 20
+    """Bytes under which Spark broadcasts a join input, as Spark reads its setting (``20MB``
+    included; negative: none), once per query."""
+    return context.broadcast_threshold()
 
 
 def adaptive(context: JoinContext) -> bool:

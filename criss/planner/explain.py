@@ -106,7 +106,7 @@ def _stats_text(d: OperatorRecord) -> str:
         return (
             f"ref={stats.ref}, no statistics yet: cached on an estimate, Texec ~"
             f"{numbers.get('estimated_texec', 0.0):.2f}s from {numbers.get('scanned_bytes', 0)}B "
-            "of table files; measured as it is written"
+            "read from its tables; measured as it is written"
         )
     return f"ref={stats.ref} (no statistics yet)"
 

@@ -1,0 +1,99 @@
+"""Which columns of a table a query reads: what its input costs, in a columnar file.
+
+Spark reads only the columns a query needs from a Parquet or ORC file: the Project that
+column pruning puts over a relation, and the Filters between them, name them. A table's
+file bytes overstate what a query over a few of its columns reads several times (TPC-H
+Q20 reads four of lineitem's sixteen columns; partsupp's comment is most of partsupp), so
+the input behind an estimated Texec, and the input rate learned from executions, count
+the bytes of the columns read where those are known.
+
+Canonical expressions refer to columns by their ordinal in the operator's input
+(``criss.qtree.canonical``), so the ordinals a Project (over Filters) over a relation
+refers to are positions in the relation's output. A relation read any other way (under a
+join or an aggregate directly, or by a condition holding a subquery) counts whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from criss.qtree.plan import READ_BYTES, Expr, PlanNode
+
+_ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference"
+#: Expressions over another plan, whose attributes are not positions in this one's input.
+_SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
+
+
+def read_positions(root: PlanNode) -> dict[tuple[int, ...], frozenset[int]]:
+    """For each file relation of ``root`` read through a Project (over Filters), the
+    positions of its output columns the query reads; relations read otherwise are absent."""
+    found: dict[tuple[int, ...], frozenset[int]] = {}
+    for node in root.walk():
+        if node.op != "Project" or len(node.children) != 1:
+            continue
+        expressions: list[Any] = [node.args.get("projectList")]
+        below = node.children[0]
+        while below.op == "Filter" and len(below.children) == 1:
+            expressions.append(below.args.get("condition"))
+            below = below.children[0]
+        if below.op != "LogicalRelation" or not below.relation:
+            continue
+        positions = _ordinals(expressions)
+        if positions is not None:
+            found[below.path] = frozenset(positions)
+    return found
+
+
+def with_read_bytes(
+    root: PlanNode, bytes_of: Callable[[PlanNode, frozenset[int]], int | None]
+) -> PlanNode:
+    """``root`` with each relation leaf read through a Project marked with the bytes of the
+    columns read (``bytes_of`` the leaf and the positions; None: unknown, left unmarked)."""
+    marks = {}
+    for path, positions in read_positions(root).items():
+        leaf = _at(root, path)
+        size = bytes_of(leaf, positions)
+        if size is not None:
+            marks[path] = size
+    if not marks:
+        return root
+
+    def rebuilt(node: PlanNode) -> PlanNode:
+        if node.path in marks:
+            return node.with_(extra={**node.extra, READ_BYTES: marks[node.path]})
+        if not any(path[: len(node.path)] == node.path for path in marks):
+            return node
+        return node.with_(children=tuple(rebuilt(c) for c in node.children))
+
+    return rebuilt(root)
+
+
+def _at(root: PlanNode, path: tuple[int, ...]) -> PlanNode:
+    node = root
+    for index in path:
+        node = node.children[index]
+    return node
+
+
+def _ordinals(values: Iterable[Any]) -> set[int] | None:
+    """Ordinals of the attributes ``values`` (expressions, lists of them) refer to; None
+    when one refers to another plan's columns."""
+    found: set[int] = set()
+    stack = list(values)
+    while stack:
+        value = stack.pop()
+        if isinstance(value, list | tuple):
+            stack.extend(value)
+            continue
+        if not isinstance(value, Expr):
+            continue
+        if any(part in value.cls for part in _SCOPED):
+            return None
+        if value.cls == _ATTRIBUTE:
+            ordinal = dict(dict(value.fields).get("exprId", ())).get("id")
+            if not isinstance(ordinal, int):
+                return None
+            found.add(ordinal)
+        stack.extend(value.children)
+    return found
