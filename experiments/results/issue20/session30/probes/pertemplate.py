@@ -1,19 +1,39 @@
-"""Per template: plain vs Criss seconds, count, cached/reused positions."""
-import json, sys, collections
-d = json.load(open(sys.argv[1]))
-plain = {q['position']: q for q in d['modes']['spark']['queries']}
-crs = {q['position']: q for q in d['modes']['criss']['queries']}
-agg = collections.defaultdict(lambda: [0, 0.0, 0.0, []])
-for p, q in crs.items():
-    a = agg[q['query']]
-    a[0] += 1; a[1] += plain[p]['seconds']; a[2] += q['seconds']
-    c = q.get('criss') or {}
-    tag = ''
-    if c.get('operators_cached') or c.get('operators_cached_in_action'): tag += 'C'
-    if c.get('operators_reused'): tag += 'R'
-    if c.get('fallback'): tag += 'F'
-    a[3].append(f"{p}:{plain[p]['seconds']:.2f}/{q['seconds']:.2f}{tag}")
-tot = sum(v[1]-v[2] for v in agg.values())
-print(f"plain {sum(v[1] for v in agg.values()):.1f} criss {sum(v[2] for v in agg.values()):.1f}")
-for k, v in sorted(agg.items(), key=lambda kv: kv[1][2]-kv[1][1], reverse=True):
-    print(f"{k:4} n={v[0]:2} plain {v[1]:6.2f} criss {v[2]:6.2f} diff {v[2]-v[1]:+6.2f} ratio {v[2]/v[1]:.2f}  " + ' '.join(v[3][:8]))
+"""Per template of a replay file: plain and Criss seconds, with each position as
+plain/Criss and C (cached), R (reused), F (fell back)."""
+
+import collections
+import json
+import sys
+
+
+def main(path: str) -> None:
+    data = json.load(open(path))
+    plain = {q["position"]: q for q in data["modes"]["spark"]["queries"]}
+    criss = {q["position"]: q for q in data["modes"]["criss"]["queries"]}
+    by_template = collections.defaultdict(lambda: [0, 0.0, 0.0, []])
+    for position, query in criss.items():
+        row = by_template[query["query"]]
+        row[0] += 1
+        row[1] += plain[position]["seconds"]
+        row[2] += query["seconds"]
+        counters = query.get("criss") or {}
+        tag = ""
+        if counters.get("operators_cached") or counters.get("operators_cached_in_action"):
+            tag += "C"
+        if counters.get("operators_reused"):
+            tag += "R"
+        if counters.get("fallback"):
+            tag += "F"
+        row[3].append(f"{position}:{plain[position]['seconds']:.2f}/{query['seconds']:.2f}{tag}")
+    total_plain = sum(v[1] for v in by_template.values())
+    total_criss = sum(v[2] for v in by_template.values())
+    print(f"plain {total_plain:.1f} criss {total_criss:.1f}")
+    for name, (n, p, c, cells) in sorted(
+        by_template.items(), key=lambda kv: kv[1][2] - kv[1][1], reverse=True
+    ):
+        head = f"{name:4} n={n:2} plain {p:6.2f} criss {c:6.2f} diff {c - p:+6.2f}"
+        print(f"{head} ratio {c / p:.2f}  " + " ".join(cells[:8]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
