@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from criss.qtree.plan import READ_BYTES, Expr, PlanNode
+from criss.qtree.canonical import ATTRIBUTE
+from criss.qtree.plan import READ_BYTES, Expr, PlanNode, within
 
-_ATTRIBUTE = "org.apache.spark.sql.catalyst.expressions.AttributeReference"
 #: Expressions over another plan, whose attributes are not positions in this one's input.
 _SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
 
@@ -28,7 +28,11 @@ _SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable"
 def read_positions(root: PlanNode) -> dict[tuple[int, ...], frozenset[int]]:
     """For each file relation of ``root`` read through a Project (over Filters), the
     positions of its output columns the query reads; relations read otherwise are absent."""
-    found: dict[tuple[int, ...], frozenset[int]] = {}
+    return {leaf.path: positions for leaf, positions in _projected_scans(root)}
+
+
+def _projected_scans(root: PlanNode) -> list[tuple[PlanNode, frozenset[int]]]:
+    found: list[tuple[PlanNode, frozenset[int]]] = []
     for node in root.walk():
         if node.op != "Project" or len(node.children) != 1:
             continue
@@ -41,7 +45,7 @@ def read_positions(root: PlanNode) -> dict[tuple[int, ...], frozenset[int]]:
             continue
         positions = _ordinals(expressions)
         if positions is not None:
-            found[below.path] = frozenset(positions)
+            found.append((below, frozenset(positions)))
     return found
 
 
@@ -51,29 +55,21 @@ def with_read_bytes(
     """``root`` with each relation leaf read through a Project marked with the bytes of the
     columns read (``bytes_of`` the leaf and the positions; None: unknown, left unmarked)."""
     marks = {}
-    for path, positions in read_positions(root).items():
-        leaf = _at(root, path)
+    for leaf, positions in _projected_scans(root):
         size = bytes_of(leaf, positions)
         if size is not None:
-            marks[path] = size
+            marks[leaf.path] = size
     if not marks:
         return root
 
     def rebuilt(node: PlanNode) -> PlanNode:
         if node.path in marks:
             return node.with_(extra={**node.extra, READ_BYTES: marks[node.path]})
-        if not any(path[: len(node.path)] == node.path for path in marks):
+        if not any(within(path, (node.path,)) for path in marks):
             return node
         return node.with_(children=tuple(rebuilt(c) for c in node.children))
 
     return rebuilt(root)
-
-
-def _at(root: PlanNode, path: tuple[int, ...]) -> PlanNode:
-    node = root
-    for index in path:
-        node = node.children[index]
-    return node
 
 
 def _ordinals(values: Iterable[Any]) -> set[int] | None:
@@ -90,7 +86,7 @@ def _ordinals(values: Iterable[Any]) -> set[int] | None:
             continue
         if any(part in value.cls for part in _SCOPED):
             return None
-        if value.cls == _ATTRIBUTE:
+        if value.cls == ATTRIBUTE:
             ordinal = dict(dict(value.fields).get("exprId", ())).get("id")
             if not isinstance(ordinal, int):
                 return None
