@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from criss.policies.decisions import REUSE, Decision
+from criss.policies.reasons import REUSE, Decision
 
 #: Version of the JSON layout stored in the query log.
 RECORD_VERSION = 1

@@ -59,6 +59,7 @@ def _footer(path: str, size: int, mtime: int) -> tuple[int, tuple[tuple[str, int
     url = urlparse(path)
     if url.scheme not in ("", "file"):
         return None
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
@@ -70,6 +71,6 @@ def _footer(path: str, size: int, mtime: int) -> tuple[int, tuple[tuple[str, int
                 chunk = row_group.column(index)
                 name = chunk.path_in_schema.split(".")[0].lower()
                 columns[name] = columns.get(name, 0) + int(chunk.total_compressed_size)
-    except (OSError, ValueError):
+    except (OSError, ValueError, pa.ArrowException):  # a damaged footer: file bytes count
         return None
     return int(metadata.num_rows), tuple(sorted(columns.items()))

@@ -12,8 +12,10 @@ bandwidth Criss's own writes of results were measured to reach (from the action'
 to the tier's files: encoding included, which the medium's bandwidth does not show), once
 one was measured. Statistics come from executions (every action Spark ran, the
 user's own included) or from writing the result. An operator never measured gets an
-estimated Texec: its stages × the learned seconds per stage (Spark's fixed cost) plus its
-input bytes at the learned input rate; if that reaches ``min_texec`` it is cached to
+estimated Texec and size: where operators of its template (the same operators with other
+literal values: ``criss.qtree.fingerprint``) were measured, the medians of theirs; else
+its stages × the learned seconds per stage (Spark's fixed cost) plus its input bytes at
+the learned input rate, and a size from those bytes; if that reaches ``min_texec`` it is cached to
 measure it once it recurs (``min_ref``). A first-seen query's result (``eager_results``)
 is not held to ``min_texec`` (the job that writes it is the query's own computation, not
 an extra one): it is cached when the benefit model says the repeats expected of it would
@@ -22,10 +24,7 @@ repeats are measured: how often a query's result had been seen before, over the 
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
 shape where that bounds its rows (a global aggregate is one row, a limit at most its value).
-
->>> from criss.policies.decisions import Decision, describe
->>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
-'seen 1x; cached to collect statistics from 2x'
+The reasons' words are :mod:`criss.policies.reasons`'.
 """
 
 from __future__ import annotations
@@ -35,6 +34,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from criss.policies.benefit import BenefitModel, transfer_seconds
+from criss.policies.reasons import (
+    BYTES_SOURCE,
+    CACHE,
+    ESTIMATE,
+    MEASURED,
+    SKIP,
+    TEMPLATE_SOURCE,
+    Decision,
+)
 from criss.policies.selection import (
     Candidate,
     best_per_branch,
@@ -46,15 +54,12 @@ from criss.policies.selection import (
 from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
-from criss.qtree.tree import NodeStats
+from criss.qtree.tree import NodeStats, TemplateStats
 
-CACHE, SKIP, REUSE = "cache", "skip", "reuse"
 #: Operators whose physical form ends a stage (an exchange below or above them).
 STAGE_BOUNDARIES = frozenset(
     {"Join", "Aggregate", "Window", "Sort", "Repartition", "RepartitionByExpression"}
 )
-#: Where a decision's numbers came from.
-MEASURED, ESTIMATE = "measured", "estimate"
 #: What caching a first-seen result in the user's action adds to the query's time, as a
 #: share of it: measured 1.089x plain Spark over the 22 TPC-H templates at SF 1, of which
 #: planning (done with or without caching) is ~0.03
@@ -74,141 +79,6 @@ IN_ACTION_BUILD_SHARE = 0.5
 BOUNDED_COLUMN_BYTES = 64
 #: Columns assumed where a result's width is not known from its canonical arguments.
 UNKNOWN_WIDTH = 32
-
-#: Reason code → the words every reader shows (formatted with the decision's numbers).
-REASONS: Mapping[str, str] = {
-    # cached
-    "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
-    "collect_statistics": "seen {ref}x without statistics: cached to measure it",
-    "eager_result": (
-        "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
-        "expected of a first-seen result here would save {expected_gain:.3f}s more than "
-        "caching it costs (estimated Texec {estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
-    ),
-    "eager_parameter_free": (
-        "first seen, cached by the action on an estimate: no value a query chose selects its "
-        "rows (no literal in its filters and joins), and the {expected_reuses:.2f} reuses by "
-        "other statements expected of such an aggregate here would save {expected_gain:.3f}s "
-        "more than caching it costs (estimated Texec {estimated_texec:.3f}s, "
-        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
-        "Texec)"
-    ),
-    "whole_result": "reuse_scope=results: the query's whole result",
-    # reused
-    "cached_entry": "served from a cached entry",
-    # not cached
-    "uncacheable": "{why}",
-    "results_scope": "reuse_scope=results: only whole query results are cached",
-    "not_storable": "{op} results are not stored (cheap to recompute or order-sensitive)",
-    "not_tracked": "not tracked",
-    "table_copy_most_rows": (
-        "a copy of one table keeping {rows} of its {table_rows} rows: no cheaper to read back "
-        "than scanning its columns again"
-    ),
-    "no_benefit": (
-        "benefit {benefit:.3g} <= 0 (read back at {bandwidth:.3g} B/s ({read_source}), stored at "
-        "{write_bandwidth:.3g} B/s, building Spark's cache of it in the action included at "
-        "{in_action_build_share:.0%} of writing it)"
-    ),
-    "outranked": "another operator on its branch has a larger benefit",
-    "unprojected_scan": (
-        "filters a table without narrowing its columns: a copy would hold every column "
-        "(cached once measured, or as a query's result)"
-    ),
-    "widened_copy_most_rows": (
-        "a copy of one table keeping {rows} of its {table_rows} rows, with columns looked up "
-        "in tables Spark broadcasts: no cheaper to read back than scanning it and looking "
-        "them up again"
-    ),
-    "widened_copy_unmeasured": (
-        "a copy of one table with columns looked up in tables Spark broadcasts: cached only "
-        "once its rows are measured (from an executed plan), if it keeps few of the table's "
-        "rows"
-    ),
-    "table_copy_unmeasured": (
-        "a copy of one table: cached only once its rows are measured (from an executed "
-        "plan), if it keeps few of the table's rows"
-    ),
-    "below_min_texec": (
-        "estimated Texec {estimated_texec:.3f}s ({stages} stages x {stage_seconds:.3f}s + "
-        "{scanned_bytes} input bytes at {scan_rate:.3g} B/s) < min_texec {min_texec}s"
-    ),
-    "eager_no_benefit": (
-        "a first-seen query's result: the {expected_repeats:.2f} repeats expected of a "
-        "first-seen result here would not pay for caching it (expected gain "
-        "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s, "
-        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
-        "Texec)"
-    ),
-    "eager_parameter_free_no_benefit": (
-        "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "
-        "reuses by other statements expected of such an aggregate here would not pay for "
-        "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
-        "{estimated_texec:.3f}s, ~{estimated_size:.0f} bytes)"
-    ),
-    "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
-    "cheap_to_compute": (
-        "measured Texec {texec:.3f}s < min_texec {min_texec}s: inside a query, cheaper to "
-        "compute again than to read back (a read changes the plan Spark compiles)"
-    ),
-    "outranked_unmeasured": "another operator on its branch ranks higher",
-    # lifting an aggregate (criss.policies.lifting)
-    "lift_pays": (
-        "lifted: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s - "
-        "{read_seconds:.3f}s to roll up) gain {gain:.3f}s more than computing it "
-        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s) cost"
-    ),
-    "lift_no_gain": (
-        "not lifted: {expected_values:.2f} new parameter values expected x (Texec "
-        "{texec:.3f}s - {read_seconds:.3f}s to roll up) do not pay for computing it "
-        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s): gain "
-        "{gain:.3f}s"
-    ),
-    "lift_eager": (
-        "lifted: lift_aggregates=eager (the benefit model would not: {expected_values:.2f} "
-        "new parameter values expected, computing it {cost_ratio:.2f}x, gain {gain:.3f}s)"
-    ),
-    "lift_cheap": (
-        "not lifted: measured Texec {texec:.3f}s under other parameters < min_texec {min_texec}s"
-    ),
-    "lift_too_large": "not lifted: {why}",
-    "lift_refused": "not lifted: refused before ({why})",
-}
-
-
-@dataclass(frozen=True)
-class Decision:
-    """One operator's verdict: ``action`` (cache, skip, reuse), a reason code from
-    :data:`REASONS`, the numbers it used and where they came from."""
-
-    action: str
-    reason: str
-    numbers: Mapping[str, Any] = field(default_factory=dict)
-    source: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "action": self.action,
-            "reason": self.reason,
-            "numbers": dict(self.numbers),
-            "source": self.source,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Decision:
-        return cls(data["action"], data["reason"], data.get("numbers") or {}, data.get("source"))
-
-
-def describe(decision: Decision) -> str:
-    """The reason in words; an unknown code (from a newer Criss) is shown as it is."""
-    template = REASONS.get(decision.reason)
-    if template is None:
-        return decision.reason
-    try:
-        # decisions logged before reads were measured priced them at the calibrated rate
-        return template.format(**{"read_source": "calibrated", **decision.numbers})
-    except (KeyError, ValueError, TypeError):
-        return decision.reason
 
 
 @dataclass(frozen=True)
@@ -306,6 +176,8 @@ class QueryFacts:
     reused: Collection[tuple[int, ...]]
     table_rows: Mapping[tuple[int, ...], int | None] = field(default_factory=dict)
     parameter_free: Collection[tuple[int, ...]] = ()
+    #: What an unmeasured operator's template measured under other values, by fingerprint.
+    templates: Mapping[str, TemplateStats] = field(default_factory=dict)
 
 
 def decide_caching(
@@ -400,42 +272,67 @@ def _unmeasured_verdict(
         return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
     if not is_result and node.path in facts.table_rows:
         return _Verdict(None, Decision(SKIP, "widened_copy_unmeasured"))
-    scanned = node.scanned_bytes_outside(facts.reused)
-    stages = stages_of(node, facts.reused, cache_reads_count=is_result)
-    estimate = stages * rules.stage_seconds + scanned / rules.scan_rate
-    numbers = {
-        "ref": stats.ref,
-        "min_ref": rules.min_ref,
-        "estimated_texec": estimate,
-        "stages": stages,
-        "stage_seconds": rules.stage_seconds,
-        "scanned_bytes": scanned,
-        "scan_rate": rules.scan_rate,
-        "min_texec": rules.min_texec,
-    }
+    size, numbers = _estimate(node, facts, rules, is_result)
+    numbers = {"ref": stats.ref, "min_ref": rules.min_ref, **numbers}
     eager = is_result and rules.eager_results and stats.ref < rules.min_ref
     # min_texec weighs a job of Criss's own against what it would save; a first-seen
     # result needs no such job (computing it is the query's own work), so only the
     # benefit model judges it: the first repeat of a query that reads back cheaply is served
-    if estimate < rules.min_texec and not eager:
-        return _Verdict(None, Decision(SKIP, "below_min_texec", numbers, ESTIMATE))
+    if numbers["estimated_texec"] < rules.min_texec and not eager:
+        reason = "below_min_texec" if size is None else "below_min_texec_template"
+        return _Verdict(None, Decision(SKIP, reason, numbers, ESTIMATE))
     if stats.ref >= rules.min_ref:
         score = collect_score(stats.ref, node.height)
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if eager:
-        return _eager_verdict(node, stats, scanned, numbers, rules)
+        return _eager_verdict(node, stats, size, numbers, rules)
     if free:
-        return _parameter_free_verdict(node, stats, scanned, numbers, rules)
+        return _parameter_free_verdict(node, stats, size, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
 
 
+def _estimate(
+    node: PlanNode, facts: QueryFacts, rules: CachingRules, is_result: bool
+) -> tuple[float | None, dict[str, Any]]:
+    """An unmeasured operator's estimated Texec, with the numbers it came from, and its
+    size where measured. Where its template was measured under other parameter values
+    (every drifting query after its template's first), the medians of those runs: what
+    the same work took on the same data. Else its stages at the learned seconds per stage
+    plus the bytes it reads at the learned input rate. A template's runs say nothing of an
+    operator over results the cache serves (they computed them, or read other entries)."""
+    scanned = node.scanned_bytes_outside(facts.reused)
+    template = facts.templates.get(node.fingerprint)
+    numbers: dict[str, Any] = {"scanned_bytes": scanned, "min_texec": rules.min_texec}
+    if template is not None and not any(within(path, (node.path,)) for path in facts.reused):
+        source = TEMPLATE_SOURCE.format(template_measured=template.measured)
+        numbers |= {
+            "estimated_texec": template.texec,
+            "template_measured": template.measured,
+            "texec_source": source,
+        }
+        return template.size_bytes, numbers
+    stages = stages_of(node, facts.reused, cache_reads_count=is_result)
+    numbers |= {
+        "estimated_texec": stages * rules.stage_seconds + scanned / rules.scan_rate,
+        "stages": stages,
+        "stage_seconds": rules.stage_seconds,
+        "scan_rate": rules.scan_rate,
+        "texec_source": BYTES_SOURCE,
+    }
+    return None, numbers
+
+
 def _eager_verdict(
-    node: PlanNode, stats: NodeStats, scanned: int, numbers: dict[str, Any], rules: CachingRules
+    node: PlanNode,
+    stats: NodeStats,
+    size: float | None,
+    numbers: dict[str, Any],
+    rules: CachingRules,
 ) -> _Verdict:
     """A first-seen result, valued by the benefit model with the repeats a first-seen
     result is measured to get here, less what caching it on first sight adds."""
     repeats = rules.expected_repeats
-    gain, benefit, numbers = _first_sight_value(node, stats, scanned, numbers, rules, repeats)
+    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, repeats)
     numbers = {**numbers, "max_rows": max_rows(node), "expected_repeats": repeats}
     if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
@@ -444,7 +341,11 @@ def _eager_verdict(
 
 
 def _parameter_free_verdict(
-    node: PlanNode, stats: NodeStats, scanned: int, numbers: dict[str, Any], rules: CachingRules
+    node: PlanNode,
+    stats: NodeStats,
+    size: float | None,
+    numbers: dict[str, Any],
+    rules: CachingRules,
 ) -> _Verdict:
     """A first-seen parameter-free aggregate under the result, valued by the benefit model
     with the reuses by other statements one is measured to get here. Ranked below every
@@ -452,7 +353,7 @@ def _parameter_free_verdict(
     reuses = rules.expected_parameter_free_reuses
     built = rules.build_bandwidth(False)
     # caching it in the action changes the plan Spark runs as caching a result does
-    gain, benefit, numbers = _first_sight_value(node, stats, scanned, numbers, rules, reuses, built)
+    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, reuses, built)
     numbers = {
         **numbers,
         "expected_reuses": reuses,
@@ -466,7 +367,7 @@ def _parameter_free_verdict(
 def _first_sight_value(
     node: PlanNode,
     stats: NodeStats,
-    scanned: int,
+    size: float | None,
     numbers: dict[str, Any],
     rules: CachingRules,
     expected: float,
@@ -475,8 +376,10 @@ def _first_sight_value(
     """What caching a first-seen operator is worth on estimates: the seconds its
     ``expected`` later uses save, less storing it (at ``built`` where the action builds
     Spark's cache of it on the way) and the first sight's added time; the benefit model's
-    value; and the numbers both came from."""
-    size = estimated_result_size(node, scanned, rules.result_ratio)
+    value; and the numbers both came from. ``size``: as its template measured it, else
+    estimated from the bytes it reads."""
+    if size is None:
+        size = estimated_result_size(node, numbers["scanned_bytes"], rules.result_ratio)
     texec = numbers["estimated_texec"]
     transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
     gain = expected * (texec - transfer) - store - rules.first_sight_cost * texec

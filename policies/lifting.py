@@ -15,7 +15,7 @@ to come gain (an exact repeat is served by the query's own cached result, lifted
 more parameter values was seen under yet another); ``cost_ratio`` from the measured
 selectivity of the lifted conditions where it bounds it, else from the lifts measured so far.
 
->>> from criss.policies.decisions import describe
+>>> from criss.policies.reasons import describe
 >>> facts = LiftFacts(texec=3.5, parameter_values=1, expected_values=1.0,
 ...     cost_ratio=1.05, cost_source="selectivity", lifted_bytes=2e6, bandwidth=200e6,
 ...     fixed_seconds=0.2)

@@ -45,6 +45,10 @@ EXISTENCE_JOIN = "org.apache.spark.sql.catalyst.plans.ExistenceJoin"
 ALIAS = _EXPR + "Alias"
 ATTRIBUTE = _EXPR + "AttributeReference"
 PYTHON_UDF = _EXPR + "PythonUDF"
+LITERAL = _EXPR + "Literal"
+#: Parts of the class names of expressions over another plan (or a lambda's variables):
+#: their attributes are not positions in the input of the operator holding them.
+SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
 
 #: Operators whose own output is never worth storing (re-reading costs what they cost),
 #: or whose row order matters to the query and is lost when cached partitions are read back.
@@ -117,7 +121,7 @@ BENIGN_NULLS = frozenset(
         ("Join", "hint"),
         ("org.apache.spark.sql.catalyst.plans.logical.Join", "hint"),
         ("LogicalRelation", "relation"),
-        (_EXPR + "Literal", "value"),
+        (LITERAL, "value"),
         (PYTHON_UDF, "func"),
     }
 )

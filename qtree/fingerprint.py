@@ -2,6 +2,11 @@
 
 A fingerprint hashes the operator's canonical arguments and its children's
 fingerprints, so equal fingerprints mean equal computations on equal input data.
+
+A template key hashes the same with every literal's value left out: the operators of one
+query template run under other parameter values (TPC-H Q6 under another discount) share
+it. It says nothing of their results; it finds measurements of the same work to estimate
+an operator seen for the first time by.
 """
 
 from __future__ import annotations
@@ -10,9 +15,15 @@ import hashlib
 import json
 from typing import Any
 
+from criss.qtree.canonical import LITERAL
 from criss.qtree.plan import Expr, PlanNode
 
 FINGERPRINT_VERSION = "2"
+#: ``PlanNode.extra`` key of an operator's template key.
+TEMPLATE = "template"
+#: Fields holding the values a query chose: a literal's, and a large IN list's set.
+_VALUE_FIELDS = frozenset({"value", "hset"})
+_IN_SET = "org.apache.spark.sql.catalyst.expressions.InSet"
 
 
 def _expression_as_list(value: Any) -> Any:
@@ -22,24 +33,43 @@ def _expression_as_list(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} in operator arguments is not JSON")
 
 
-def operator_digest(node: PlanNode) -> str:
-    """Hash of the operator itself (its canonical arguments), without its children."""
+def _expression_without_values(value: Any) -> Any:
+    """As :func:`_expression_as_list`, with the values a query chose left out."""
+    if isinstance(value, Expr):
+        fields = value.fields
+        if value.cls in (LITERAL, _IN_SET):
+            fields = tuple(f for f in fields if f[0] not in _VALUE_FIELDS)
+        return [value.cls, fields, value.children]
+    raise TypeError(f"{type(value).__name__} in operator arguments is not JSON")
+
+
+def operator_digest(node: PlanNode, *, values: bool = True) -> str:
+    """Hash of the operator itself (its canonical arguments), without its children;
+    without the values of its literals if not ``values``."""
     # json's C encoder writes tuples as arrays and calls ``default`` only for an Expr:
     # the same text as converting the arguments to lists first, several times faster
     text = json.dumps(
         [node.op, node.args],
         sort_keys=True,
         separators=(",", ":"),
-        default=_expression_as_list,
+        default=_expression_as_list if values else _expression_without_values,
     )
     return hashlib.sha256(text.encode()).hexdigest()
 
 
 def fingerprint_tree(root: PlanNode) -> PlanNode:
-    """Return the tree with ``fingerprint`` set on every node (children first)."""
+    """Return the tree with ``fingerprint`` set on every node (children first), and its
+    template key in ``extra`` (:data:`TEMPLATE`)."""
     children = tuple(fingerprint_tree(c) for c in root.children)
-    h = hashlib.sha256(FINGERPRINT_VERSION.encode())
-    h.update(operator_digest(root).encode())
+    exact = hashlib.sha256(FINGERPRINT_VERSION.encode())
+    exact.update(operator_digest(root).encode())
+    template = hashlib.sha256(FINGERPRINT_VERSION.encode())
+    template.update(operator_digest(root, values=False).encode())
     for child in children:
-        h.update(child.fingerprint.encode())
-    return root.with_(children=children, fingerprint=h.hexdigest()[:32])
+        exact.update(child.fingerprint.encode())
+        template.update(child.extra[TEMPLATE].encode())
+    return root.with_(
+        children=children,
+        fingerprint=exact.hexdigest()[:32],
+        extra={**root.extra, TEMPLATE: template.hexdigest()[:32]},
+    )

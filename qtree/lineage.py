@@ -22,7 +22,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from criss.qtree.canonical import ALIAS, ATTRIBUTE, FLIPPED_COMPARISON, is_commutative
+from criss.qtree.canonical import (
+    ALIAS,
+    ATTRIBUTE,
+    FLIPPED_COMPARISON,
+    LITERAL,
+    SCOPED,
+    is_commutative,
+)
 from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.predicates import MIRRORED, Atom
 
@@ -39,8 +46,6 @@ _JOIN_OUTPUT = {
     "LeftSemi$": (True, False, False, False),
     "LeftAnti$": (True, False, False, False),
 }
-#: Expressions that refer to other plans (their attribute ids are another scope's).
-_SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
 
 
 class _Unsupported(Exception):
@@ -233,7 +238,7 @@ def _column(expr: Any, inputs: tuple[str, ...]) -> str:
 def _key(expr: Expr, inputs: tuple[str, ...]) -> str:
     """``expr`` as text with every attribute replaced by its lineage: equal for the same
     computation over the same columns wherever those columns sit."""
-    if any(part in expr.cls for part in _SCOPED):
+    if any(part in expr.cls for part in SCOPED):
         raise _Unsupported(expr.cls)
     if expr.cls == ATTRIBUTE:
         return f"col:{inputs[_ordinal(expr, inputs)]}"
@@ -287,7 +292,6 @@ _COMPARISONS = {
 }
 _AND = "org.apache.spark.sql.catalyst.expressions.And"
 _MULTI = "org.apache.spark.sql.catalyst.expressions.MultiCommutativeOp"
-_LITERAL = "org.apache.spark.sql.catalyst.expressions.Literal"
 
 
 @dataclass(frozen=True)
@@ -450,7 +454,7 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
     kids = expr.children
     if name in _COMPARISONS and len(kids) == 2:
         op = _COMPARISONS[name]
-        if kids[0].cls == _LITERAL and kids[1].cls == ATTRIBUTE:
+        if kids[0].cls == LITERAL and kids[1].cls == ATTRIBUTE:
             kids, op = kids[::-1], MIRRORED[op]
         literal = _literal(kids[1]) if kids[0].cls == ATTRIBUTE else None
         if literal is not None:
@@ -478,7 +482,7 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
 
 def _literal(expr: Expr) -> tuple[str, str] | None:
     """(data type, value text) of a non-NULL literal of a simple type, else None."""
-    if expr.cls != _LITERAL:
+    if expr.cls != LITERAL:
         return None
     fields = dict(expr.fields)
     value, data_type = fields.get("value"), fields.get("dataType")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from criss.qtree.canonical import LITERAL, SCOPED
 from criss.qtree.plan import Expr, PlanNode, highest
 from criss.qtree.rewrite import result_node, storable
 
@@ -24,9 +25,6 @@ from criss.qtree.rewrite import result_node, storable
 SELECTING = frozenset({"Filter", "Join"})
 #: Operators that keep a number of rows the query chose.
 LIMITING = frozenset({"GlobalLimit", "LocalLimit", "Offset", "Tail", "Sample"})
-_LITERAL = "org.apache.spark.sql.catalyst.expressions.Literal"
-#: Expressions over another plan (a subquery), whose filters this module does not read.
-_SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference")
 
 
 def parameter_free_paths(tree: PlanNode) -> set[tuple[int, ...]]:
@@ -91,8 +89,8 @@ def _mentions(expr: Expr, wanted) -> bool:
 
 
 def _is_literal(expr: Expr) -> bool:
-    return expr.cls == _LITERAL
+    return expr.cls == LITERAL
 
 
 def _is_scoped(expr: Expr) -> bool:
-    return any(part in expr.cls for part in _SCOPED)
+    return any(part in expr.cls for part in SCOPED)

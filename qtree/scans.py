@@ -18,11 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from criss.qtree.canonical import ATTRIBUTE
+from criss.qtree.canonical import ATTRIBUTE, SCOPED
 from criss.qtree.plan import READ_BYTES, Expr, PlanNode, within
-
-#: Expressions over another plan, whose attributes are not positions in this one's input.
-_SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
 
 
 def read_positions(root: PlanNode) -> dict[tuple[int, ...], frozenset[int]]:
@@ -84,7 +81,7 @@ def _ordinals(values: Iterable[Any]) -> set[int] | None:
             continue
         if not isinstance(value, Expr):
             continue
-        if any(part in value.cls for part in _SCOPED):
+        if any(part in value.cls for part in SCOPED):
             return None
         if value.cls == ATTRIBUTE:
             ordinal = dict(dict(value.fields).get("exprId", ())).get("id")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import statistics
 import time
 from collections import Counter
 from collections.abc import Collection, Iterable
@@ -20,6 +21,7 @@ import networkx as nx
 import sqlite_utils
 
 from criss.errors import CatalogError
+from criss.qtree.fingerprint import TEMPLATE
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key, storable
 from criss.qtree.subsume import Shape, subsumption_key
@@ -49,6 +51,23 @@ class NodeStats:
     @property
     def has_stats(self) -> bool:
         return self.texec is not None and self.size_bytes is not None
+
+
+@dataclass(frozen=True)
+class TemplateStats:
+    """What the operators of one template measured under other parameter values took."""
+
+    texec: float
+    size_bytes: float
+    measured: int
+
+    @classmethod
+    def of(cls, measured: list[tuple[float, int]]) -> TemplateStats:
+        return cls(
+            statistics.median(t for t, _ in measured),
+            statistics.median(s for _, s in measured),
+            len(measured),
+        )
 
 
 @dataclass(frozen=True)
@@ -177,12 +196,13 @@ class QTree:
             # its operators differently, and would otherwise never serve them as relatives
             self.db.execute(
                 "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ?, "
-                "subsume_key = ?, shape = ? where fingerprint = ?",
+                "subsume_key = ?, shape = ?, template_key = ? where fingerprint = ?",
                 [
                     now,
                     relaxed_key(node),
                     json.dumps(relaxed_columns(node)),
                     *_subsumption(node),
+                    node.extra.get(TEMPLATE),
                     node.fingerprint,
                 ],
             )
@@ -190,8 +210,8 @@ class QTree:
         rel = node.relation or {}
         self.db.execute(
             "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, "
-            "rel_key, rel_version, relaxed_key, columns, subsume_key, shape) "
-            "values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "rel_key, rel_version, relaxed_key, columns, subsume_key, shape, template_key) "
+            "values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 node.fingerprint,
                 node.op,
@@ -203,6 +223,7 @@ class QTree:
                 relaxed_key(node),
                 json.dumps(relaxed_columns(node)),
                 *_subsumption(node),
+                node.extra.get(TEMPLATE),
             ],
         )
         for position, child in enumerate(node.children):
@@ -265,6 +286,23 @@ class QTree:
             for r in rows
             if r["shape"] and (among is None or r["fingerprint"] in among)
         ]
+
+    def template_statistics(self, keys: Collection[str]) -> dict[str, TemplateStats]:
+        """What the measured operators sharing each template key (see
+        :mod:`criss.qtree.fingerprint`) took: the median of their Texecs and of their
+        sizes. Keys none of them measured are absent."""
+        found: dict[str, list[tuple[float, int]]] = {}
+        keys = sorted(set(keys))
+        for start in range(0, len(keys), 500):
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for row in self._rows(
+                f"select template_key, texec, size_bytes from nodes where template_key in "
+                f"({marks}) and texec is not null and size_bytes is not null",
+                chunk,
+            ):
+                found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
+        return {key: TemplateStats.of(measured) for key, measured in found.items()}
 
     def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under
@@ -537,6 +575,9 @@ def _ensure_schema(db: sqlite_utils.Database) -> None:
         nodes.add_column("subsume_key", str)
         nodes.add_column("shape", str)
         nodes.create_index(["subsume_key"])
+    if "template_key" not in nodes.columns_dict:
+        nodes.add_column("template_key", str)
+        nodes.create_index(["template_key"])
 
 
 def _subsumption(node: PlanNode) -> tuple[str | None, str | None]:

@@ -10,17 +10,11 @@ import pytest
 from criss.policies import get_policy
 from criss.policies.decisions import (
     BOUNDED_COLUMN_BYTES,
-    CACHE,
-    ESTIMATE,
-    REASONS,
-    REUSE,
-    SKIP,
     CachingRules,
-    Decision,
     QueryFacts,
     decide_caching,
-    describe,
 )
+from criss.policies.reasons import CACHE, ESTIMATE, REASONS, REUSE, SKIP, Decision, describe
 from criss.qtree.lineage import max_rows
 from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.tree import NodeStats

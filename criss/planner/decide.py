@@ -10,14 +10,12 @@ from criss.planner.match import Match
 from criss.planner.serve import ServedReuses
 from criss.planner.spark_cache import builds_spark_cache_in_action, computes_in_action
 from criss.policies.decisions import (
-    CACHE,
     IN_ACTION_BUILD_SHARE,
-    REUSE,
     CachingRules,
-    Decision,
     QueryFacts,
     decide_caching,
 )
+from criss.policies.reasons import CACHE, REUSE, Decision
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
@@ -60,7 +58,7 @@ def decide_operators(
 ) -> dict[OperatorPath, Decision]:
     """A decision for every operator outside the served subtrees; served ones reuse."""
     free = [node.path for node in matched.parameter_free]
-    facts = QueryFacts(matched.stats, set(served), matched.table_rows, free)
+    facts = QueryFacts(matched.stats, set(served), matched.table_rows, free, matched.templates)
     decisions = decide_caching(matched.tree, facts, rules)
     for path, (reuse, _) in served.items():
         decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from criss.policies.decisions import Decision, describe
+from criss.policies.reasons import Decision, describe
 from criss.qtree.subsume import derivation_text
 from criss.qtree.tree import EXECUTED_PLAN
 from criss.records import OperatorRecord, QueryRecord
@@ -103,10 +103,14 @@ def _stats_text(d: OperatorRecord) -> str:
         return text + (" from the executed plan" if stats.source == EXECUTED_PLAN else "")
     if d.cached:
         numbers = d.decision.numbers
+        source = (
+            f"{numbers.get('scanned_bytes', 0)}B read from its tables"
+            if "template_measured" not in numbers
+            else f"{numbers['template_measured']} runs of its template under other values"
+        )
         return (
             f"ref={stats.ref}, no statistics yet: cached on an estimate, Texec ~"
-            f"{numbers.get('estimated_texec', 0.0):.2f}s from {numbers.get('scanned_bytes', 0)}B "
-            "read from its tables; measured as it is written"
+            f"{numbers.get('estimated_texec', 0.0):.2f}s from {source}; measured as it is written"
         )
     return f"ref={stats.ref} (no statistics yet)"
 

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from criss.qtree.fingerprint import TEMPLATE
 from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import (
@@ -23,7 +24,7 @@ from criss.qtree.rewrite import (
     storable,
 )
 from criss.qtree.subsume import Shape
-from criss.qtree.tree import Observation
+from criss.qtree.tree import Observation, QTree, TemplateStats
 from criss.storage.catalog import EntryRecord
 from criss.tables import table_rows
 
@@ -164,6 +165,9 @@ class Match:
     unread: dict[tuple[int, ...], tuple[str, float]] = field(default_factory=dict)
     #: The highest parameter-free aggregates under the result (criss.qtree.parameters).
     parameter_free: tuple[PlanNode, ...] = ()
+    #: What the operators of each unmeasured one's template measured under other values,
+    #: by the unmeasured one's fingerprint (only those with any measured).
+    templates: dict[str, TemplateStats] = field(default_factory=dict)
 
     @property
     def stats(self):
@@ -183,7 +187,26 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         table_rows=_copied_table_rows(tree, observations, session.bridge.broadcast_threshold()),
         unread=_unread(session, view.cheap),
         parameter_free=tuple(parameter_free_intermediates(tree)),
+        templates=_template_statistics(qtree, tree, observations),
     )
+
+
+def _template_statistics(
+    qtree: QTree, tree: PlanNode, observations: dict[str, Observation]
+) -> dict[str, TemplateStats]:
+    """For each storable operator of ``tree`` never measured, what the operators of its
+    template measured under other parameter values took (one lookup for the tree)."""
+    keys = {}
+    for node in tree.walk():
+        seen = observations.get(node.fingerprint)
+        if seen is not None and not seen.stats.has_stats and storable(node):
+            key = node.extra.get(TEMPLATE)
+            if key is not None:
+                keys[node.fingerprint] = key
+    if not keys:
+        return {}
+    found = qtree.template_statistics(keys.values())
+    return {fingerprint: found[key] for fingerprint, key in keys.items() if key in found}
 
 
 def _unread(

@@ -1,0 +1,161 @@
+"""Why each operator was cached or not, in words: reason codes, and the text every reader
+(``explain``, the query log, ``criss stats``, the dashboard) renders them with.
+
+>>> from criss.policies.reasons import Decision, describe
+>>> describe(Decision("skip", "below_min_ref", {"ref": 1, "min_ref": 2}))
+'seen 1x; cached to collect statistics from 2x'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CACHE, SKIP, REUSE = "cache", "skip", "reuse"
+#: Where a decision's numbers came from.
+MEASURED, ESTIMATE = "measured", "estimate"
+#: Where an estimated Texec came from, as ``describe`` words it.
+BYTES_SOURCE = "from its stages and the bytes it reads"
+TEMPLATE_SOURCE = "as {template_measured} runs of its template under other values measured"
+
+#: Reason code → the words every reader shows (formatted with the decision's numbers).
+REASONS: Mapping[str, str] = {
+    # cached
+    "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
+    "collect_statistics": "seen {ref}x without statistics: cached to measure it",
+    "eager_result": (
+        "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
+        "expected of a first-seen result here would save {expected_gain:.3f}s more than "
+        "caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
+        "~{estimated_size:.0f} bytes)"
+    ),
+    "eager_parameter_free": (
+        "first seen, cached by the action on an estimate: no value a query chose selects its "
+        "rows (no literal in its filters and joins), and the {expected_reuses:.2f} reuses by "
+        "other statements expected of such an aggregate here would save {expected_gain:.3f}s "
+        "more than caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
+        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
+        "Texec)"
+    ),
+    "whole_result": "reuse_scope=results: the query's whole result",
+    # reused
+    "cached_entry": "served from a cached entry",
+    # not cached
+    "uncacheable": "{why}",
+    "results_scope": "reuse_scope=results: only whole query results are cached",
+    "not_storable": "{op} results are not stored (cheap to recompute or order-sensitive)",
+    "not_tracked": "not tracked",
+    "table_copy_most_rows": (
+        "a copy of one table keeping {rows} of its {table_rows} rows: no cheaper to read back "
+        "than scanning its columns again"
+    ),
+    "no_benefit": (
+        "benefit {benefit:.3g} <= 0 (read back at {bandwidth:.3g} B/s ({read_source}), stored at "
+        "{write_bandwidth:.3g} B/s, building Spark's cache of it in the action included at "
+        "{in_action_build_share:.0%} of writing it)"
+    ),
+    "outranked": "another operator on its branch has a larger benefit",
+    "unprojected_scan": (
+        "filters a table without narrowing its columns: a copy would hold every column "
+        "(cached once measured, or as a query's result)"
+    ),
+    "widened_copy_most_rows": (
+        "a copy of one table keeping {rows} of its {table_rows} rows, with columns looked up "
+        "in tables Spark broadcasts: no cheaper to read back than scanning it and looking "
+        "them up again"
+    ),
+    "widened_copy_unmeasured": (
+        "a copy of one table with columns looked up in tables Spark broadcasts: cached only "
+        "once its rows are measured (from an executed plan), if it keeps few of the table's "
+        "rows"
+    ),
+    "table_copy_unmeasured": (
+        "a copy of one table: cached only once its rows are measured (from an executed "
+        "plan), if it keeps few of the table's rows"
+    ),
+    "below_min_texec": (
+        "estimated Texec {estimated_texec:.3f}s ({stages} stages x {stage_seconds:.3f}s + "
+        "{scanned_bytes} input bytes at {scan_rate:.3g} B/s) < min_texec {min_texec}s"
+    ),
+    "below_min_texec_template": (
+        "estimated Texec {estimated_texec:.3f}s {texec_source} < min_texec {min_texec}s"
+    ),
+    "eager_no_benefit": (
+        "a first-seen query's result: the {expected_repeats:.2f} repeats expected of a "
+        "first-seen result here would not pay for caching it (expected gain "
+        "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s "
+        "{texec_source}, ~{estimated_size:.0f} bytes; caching on first sight adds "
+        "{first_sight_cost:.0%} of Texec)"
+    ),
+    "eager_parameter_free_no_benefit": (
+        "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "
+        "reuses by other statements expected of such an aggregate here would not pay for "
+        "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
+        "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
+    ),
+    "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
+    "cheap_to_compute": (
+        "measured Texec {texec:.3f}s < min_texec {min_texec}s: inside a query, cheaper to "
+        "compute again than to read back (a read changes the plan Spark compiles)"
+    ),
+    "outranked_unmeasured": "another operator on its branch ranks higher",
+    # lifting an aggregate (criss.policies.lifting)
+    "lift_pays": (
+        "lifted: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s - "
+        "{read_seconds:.3f}s to roll up) gain {gain:.3f}s more than computing it "
+        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s) cost"
+    ),
+    "lift_no_gain": (
+        "not lifted: {expected_values:.2f} new parameter values expected x (Texec "
+        "{texec:.3f}s - {read_seconds:.3f}s to roll up) do not pay for computing it "
+        "{cost_ratio:.2f}x ({cost_source}) and writing it ({write_seconds:.3f}s): gain "
+        "{gain:.3f}s"
+    ),
+    "lift_eager": (
+        "lifted: lift_aggregates=eager (the benefit model would not: {expected_values:.2f} "
+        "new parameter values expected, computing it {cost_ratio:.2f}x, gain {gain:.3f}s)"
+    ),
+    "lift_cheap": (
+        "not lifted: measured Texec {texec:.3f}s under other parameters < min_texec {min_texec}s"
+    ),
+    "lift_too_large": "not lifted: {why}",
+    "lift_refused": "not lifted: refused before ({why})",
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One operator's verdict: ``action`` (cache, skip, reuse), a reason code from
+    :data:`REASONS`, the numbers it used and where they came from."""
+
+    action: str
+    reason: str
+    numbers: Mapping[str, Any] = field(default_factory=dict)
+    source: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "action": self.action,
+            "reason": self.reason,
+            "numbers": dict(self.numbers),
+            "source": self.source,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Decision:
+        return cls(data["action"], data["reason"], data.get("numbers") or {}, data.get("source"))
+
+
+def describe(decision: Decision) -> str:
+    """The reason in words; an unknown code (from a newer Criss) is shown as it is."""
+    template = REASONS.get(decision.reason)
+    if template is None:
+        return decision.reason
+    try:
+        # decisions logged before reads were measured priced them at the calibrated rate,
+        # and estimated every Texec from input bytes
+        defaults = {"read_source": "calibrated", "texec_source": BYTES_SOURCE}
+        return template.format(**{**defaults, **decision.numbers})
+    except (KeyError, ValueError, TypeError):
+        return decision.reason

@@ -1,0 +1,146 @@
+"""Estimates of first-seen operators from their template: the same operators run under other
+literal values (criss.qtree.fingerprint's template key). On a stream of drifting parameters
+every statement after its template's first is new, and one learned input rate priced them
+all: TPC-H Q1 spends 4 s on the bytes Q6 reads in 0.3 s."""
+
+from __future__ import annotations
+
+import pytest
+
+import criss
+from criss.policies import get_policy
+from criss.policies.decisions import CachingRules, QueryFacts, decide_caching
+from criss.policies.reasons import CACHE, SKIP, describe
+from criss.qtree import QTree, fingerprint_tree
+from criss.qtree.canonical import ATTRIBUTE, LITERAL
+from criss.qtree.fingerprint import TEMPLATE
+from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.rewrite import result_node
+from criss.qtree.tree import NodeStats, TemplateStats
+
+MB = 1 << 20
+_EXPR = "org.apache.spark.sql.catalyst.expressions."
+
+
+def _literal(value, data_type="integer") -> Expr:
+    return Expr(LITERAL, (("dataType", data_type), ("value", value)), ())
+
+
+def _filtered(value, column: int = 1, data_type="integer") -> PlanNode:
+    """Aggregate(Filter[column < value](relation))."""
+    column_ref = Expr(ATTRIBUTE, (("exprId", (("id", column),)),), ())
+    condition = Expr(_EXPR + "LessThan", (), (column_ref, _literal(value, data_type)))
+    leaf = PlanNode("LogicalRelation", {"table": "t"}, relation={"bytes": 240 * MB})
+    where = PlanNode("Filter", {"condition": condition}, (leaf,))
+    return fingerprint_tree(PlanNode("Aggregate", {"groupingExpressions": []}, (where,)))
+
+
+def test_other_values_share_a_template_key_and_nothing_else_does():
+    one, other = _filtered(10), _filtered(20)
+    assert one.fingerprint != other.fingerprint
+    assert one.extra[TEMPLATE] == other.extra[TEMPLATE]
+    # the leaf has no literal: its key differs from its fingerprint, as every key does
+    assert (
+        one.children[0].children[0].extra[TEMPLATE] == other.children[0].children[0].extra[TEMPLATE]
+    )
+    # another column, or another type of value, is other work
+    assert _filtered(10, column=2).extra[TEMPLATE] != one.extra[TEMPLATE]
+    assert _filtered("10", data_type="string").extra[TEMPLATE] != one.extra[TEMPLATE]
+
+
+def test_the_qtree_hands_back_the_medians_of_a_templates_measured_runs(tmp_path):
+    qtree = QTree(tmp_path / "qtree.db")
+    runs = [(10, 1.0, 100), (20, 3.0, 300), (30, 2.0, 900)]
+    for value, texec, size in runs:
+        tree = _filtered(value)
+        qtree.observe(tree)
+        qtree.record_stats(tree.fingerprint, texec=texec, size_bytes=size, rows=1)
+    unmeasured = _filtered(40)
+    qtree.observe(unmeasured)  # seen, never measured: not one of its own template's runs
+    found = qtree.template_statistics([unmeasured.extra[TEMPLATE], "no-such-key"])
+    assert found == {unmeasured.extra[TEMPLATE]: TemplateStats(2.0, 300, 3)}
+    qtree.close()
+
+
+def _stats(fp: str, ref: int = 1) -> NodeStats:
+    return NodeStats(fp, "op", ref, 0.0, 100.0)
+
+
+def _query() -> PlanNode:
+    leaf = PlanNode(
+        "LogicalRelation", {}, path=(0, 0), fingerprint="rel", relation={"bytes": 240 * MB}
+    )
+    where = PlanNode("Filter", {}, (leaf,), (0,), fingerprint="filt")
+    return PlanNode("Aggregate", {"groupingExpressions": ["g"]}, (where,), (), fingerprint="agg")
+
+
+def _rules(**changes) -> CachingRules:
+    base = dict(policy=get_policy("criss"), disk_bandwidth=100e6, start_time=0.0, scan_rate=64e6)
+    return CachingRules(**{**base, **changes})
+
+
+def test_a_first_seen_result_is_valued_at_what_its_template_took_under_other_values():
+    unseen = {fp: _stats(fp) for fp in ("agg", "filt")}
+    by_bytes = decide_caching(_query(), QueryFacts(unseen, set()), _rules())[()]
+    # 240 MB at 64 MB/s: a heavy query, and a result of 2.4 MB worth caching on that guess
+    assert by_bytes.action == CACHE and by_bytes.numbers["estimated_texec"] > 3.5
+    assert "template_measured" not in by_bytes.numbers
+
+    # its template's runs took 0.3 s for 40 MB results: not worth writing on first sight
+    templates = {"agg": TemplateStats(texec=0.3, size_bytes=40 * MB, measured=3)}
+    got = decide_caching(_query(), QueryFacts(unseen, set(), templates=templates), _rules())[()]
+    assert got.action == SKIP and got.reason == "eager_no_benefit"
+    assert got.numbers["estimated_texec"] == 0.3
+    assert got.numbers["estimated_size"] == 40 * MB
+    assert got.numbers["template_measured"] == 3 and "stages" not in got.numbers
+    assert "as 3 runs of its template under other values measured" in describe(got)
+
+
+def test_a_template_says_nothing_of_an_operator_over_what_the_cache_serves():
+    unseen = {fp: _stats(fp) for fp in ("agg", "filt")}
+    templates = {"agg": TemplateStats(texec=0.3, size_bytes=40 * MB, measured=3)}
+    facts = QueryFacts(unseen, {(0,)}, templates=templates)
+    got = decide_caching(_query(), facts, _rules())[()]
+    assert "template_measured" not in got.numbers and got.numbers["scanned_bytes"] == 0
+
+
+def test_an_operator_whose_template_ran_cheaply_is_not_worth_a_job():
+    seen_twice = {fp: _stats(fp, ref=2) for fp in ("agg", "filt")}
+    templates = {"agg": TemplateStats(texec=0.05, size_bytes=MB, measured=2)}
+    got = decide_caching(_query(), QueryFacts(seen_twice, set(), templates=templates), _rules())
+    assert got[()].action == SKIP and got[()].reason == "below_min_texec_template"
+    text = describe(got[()])
+    assert "2 runs of its template" in text and "< min_texec 0.2s" in text
+    # priced by its bytes instead, it is cached to be measured
+    without = decide_caching(_query(), QueryFacts(seen_twice, set()), _rules())
+    assert without[()].action == CACHE and without[()].reason == "collect_statistics"
+
+
+#: A parameter no rule reuses across values (not a range or IN list on a column).
+STATEMENT = (
+    "select l_returnflag, sum(l_extendedprice) as s from lineitem "
+    "where pmod(l_orderkey, {}) = 0 group by 1"
+)
+
+
+@pytest.mark.spark
+def test_a_new_value_of_a_measured_query_is_estimated_from_what_it_took(tpch, tmp_path):
+    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+        cs.sql(STATEMENT.format(3)).collect()
+        cs.settle_harvests()  # the action's statistics, read off its executed plan
+        first = result_node(cs.canonical_tree(cs.last_record.captured))
+        measured = cs.qtree.get(first.fingerprint)
+        assert measured is not None and measured.has_stats  # from the user's own action
+
+        df = cs.sql(STATEMENT.format(5))
+        second = result_node(cs.canonical_tree(cs.last_record.captured))
+        assert second.fingerprint != first.fingerprint
+        assert second.extra[TEMPLATE] == first.extra[TEMPLATE]
+        (decision,) = [
+            o.decision for o in cs.last_record.operators if o.fingerprint == second.fingerprint
+        ]
+        assert decision.numbers["template_measured"] == 1
+        assert decision.numbers["estimated_texec"] == pytest.approx(measured.texec)
+        assert decision.numbers["estimated_size"] == pytest.approx(measured.size_bytes)
+        assert "1 runs of its template under other values measured" in cs.explain(df)
+        assert sorted(df.collect()) == sorted(tpch.sql(STATEMENT.format(5)).collect())
