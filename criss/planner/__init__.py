@@ -2,9 +2,9 @@
 
 capture (plan, canonical tree, join rewrites) → match (what the QTree and the cache hold)
 → serve (read matched entries, recompute their missing partitions) → decide (pure
-functions in ``criss.policies.decisions``) → write-through (the user's action will write
-what was chosen) or materialize (a job writes it now) → rewrite (the plan with cached
-reads in place) → the query's record.
+functions in ``criss.policies.decisions``, worded by ``criss.policies.reasons``) →
+write-through (the user's action will write what was chosen) or materialize (a job writes
+it now) → rewrite (the plan with cached reads in place) → the query's record.
 
 >>> record, lease = QueryRecord(sql), Lease(session.cache)              # doctest: +SKIP
 >>> planned = plan_query(session, spark.sql(sql), record, lease)        # doctest: +SKIP
