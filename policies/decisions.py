@@ -15,16 +15,17 @@ user's own included) or from writing the result. An operator never measured gets
 estimated Texec and size: where operators of its template (the same operators with other
 literal values: ``criss.qtree.fingerprint``) were measured, the medians of theirs; else
 its stages × the learned seconds per stage (Spark's fixed cost) plus its input bytes at
-the learned input rate, and a size from those bytes; if that reaches ``min_texec`` it is cached to
-measure it once it recurs (``min_ref``). A first-seen query's result (``eager_results``)
-is not held to ``min_texec`` (the job that writes it is the query's own computation, not
-an extra one): it is cached when the benefit model says the repeats expected of it would
-pay for it and for what caching on first sight adds to the query's time. The expected
+the learned input rate, and a size from those bytes. If that Texec reaches ``min_texec``
+it is cached to measure it once it recurs (``min_ref``). A first-seen query's result
+(``eager_results``) is not held to ``min_texec`` (the job that writes it is the query's own
+computation, not an extra one): it is cached when the benefit model says the repeats
+expected of it would pay for it and for what caching on first sight adds to the query's
+time. The expected
 repeats are measured: how often a query's result had been seen before, over the home's
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
 shape where that bounds its rows (a global aggregate is one row, a limit at most its value).
-The reasons' words are :mod:`criss.policies.reasons`'.
+The reasons are worded in :mod:`criss.policies.reasons`.
 """
 
 from __future__ import annotations
