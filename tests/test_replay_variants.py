@@ -94,7 +94,7 @@ def test_each_mode_plays_in_spark_applications_of_its_own(tpch_dir, tmp_path, sp
         stream="zipf",
         queries=4,
         sf=0.01,
-        seed=5,
+        seed=4,  # Q9, Q17, Q17, Q22: a repeat for each home to reuse
         modes=("spark", "criss"),
         home=tmp_path / "home",
         data_dir=tpch_dir,
