@@ -12,7 +12,7 @@ import sqlite3
 import statistics
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -119,6 +119,14 @@ class QTree:
         0
         """
         return cls(db_path, timeout=timeout, read_only=True)
+
+    def _rows_in(self, sql: str, values: Iterable[str]) -> Iterator[dict[str, Any]]:
+        """The rows of ``sql`` for the distinct ``values``, its ``{marks}`` their
+        placeholders, queried 500 values at a time (SQLite bounds a statement's)."""
+        ordered = sorted(set(values))
+        for start in range(0, len(ordered), 500):
+            chunk = ordered[start : start + 500]
+            yield from self._rows(sql.format(marks=",".join("?" * len(chunk))), chunk)
 
     def _rows(self, sql: str, params: Iterable[Any] = ()) -> list[dict[str, Any]]:
         return read_rows(self.db, sql, list(params), what="QTree catalog", path=self.db_path)
@@ -239,14 +247,8 @@ class QTree:
         return NodeStats(node.fingerprint, node.op, 1, now, now)
 
     def _load(self, fingerprints: Iterable[str]) -> dict[str, NodeStats]:
-        fps = sorted(set(fingerprints))
-        out: dict[str, NodeStats] = {}
-        for start in range(0, len(fps), 500):
-            chunk = fps[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(f"select * from nodes where fingerprint in ({marks})", chunk):
-                out[row["fingerprint"]] = _stats_from_row(row)
-        return out
+        rows = self._rows_in("select * from nodes where fingerprint in ({marks})", fingerprints)
+        return {row["fingerprint"]: _stats_from_row(row) for row in rows}
 
     def relatives(self, key: str) -> list[Relative]:
         """Operators sharing ``key`` (see :func:`qtree.rewrite.relaxed_key`)."""
@@ -260,17 +262,14 @@ class QTree:
     def rewrite_keys(self, fingerprints: Iterable[str]) -> tuple[set[str], set[str]]:
         """The relaxed keys and subsumption keys of ``fingerprints`` (those known): a key
         outside them has no relative or subsumer among these operators."""
-        fps = sorted(set(fingerprints))
         relaxed: set[str] = set()
         subsume: set[str] = set()
-        for start in range(0, len(fps), 500):
-            chunk = fps[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(
-                f"select relaxed_key, subsume_key from nodes where fingerprint in ({marks})", chunk
-            ):
-                relaxed.add(row["relaxed_key"])
-                subsume.add(row["subsume_key"])
+        for row in self._rows_in(
+            "select relaxed_key, subsume_key from nodes where fingerprint in ({marks})",
+            fingerprints,
+        ):
+            relaxed.add(row["relaxed_key"])
+            subsume.add(row["subsume_key"])
         return relaxed - {None}, subsume - {None}
 
     def subsumers(self, key: str, among: Collection[str] | None = None) -> list[tuple[str, Shape]]:
@@ -292,16 +291,12 @@ class QTree:
         :mod:`criss.qtree.fingerprint`) took: the median of their Texecs and of their
         sizes. Keys none of them measured are absent."""
         found: dict[str, list[tuple[float, int]]] = {}
-        keys = sorted(set(keys))
-        for start in range(0, len(keys), 500):
-            chunk = keys[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            for row in self._rows(
-                f"select template_key, texec, size_bytes from nodes where template_key in "
-                f"({marks}) and texec is not null and size_bytes is not null",
-                chunk,
-            ):
-                found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
+        for row in self._rows_in(
+            "select template_key, texec, size_bytes from nodes where template_key in ({marks}) "
+            "and texec is not null and size_bytes is not null",
+            keys,
+        ):
+            found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
         return {key: TemplateStats.of(measured) for key, measured in found.items()}
 
     def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
@@ -446,15 +441,10 @@ class QTree:
 
     def _subsumption_keys(self, column: str, values: list[str]) -> set[str]:
         """The subsumption keys of the operators whose ``column`` is one of ``values``."""
-        found: set[str] = set()
-        for start in range(0, len(values), 500):
-            chunk = values[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._rows(
-                f"select distinct subsume_key from nodes where {column} in ({marks})", chunk
-            )
-            found |= {r["subsume_key"] for r in rows if r["subsume_key"]}
-        return found
+        rows = self._rows_in(
+            f"select distinct subsume_key from nodes where {column} in ({{marks}})", values
+        )
+        return {r["subsume_key"] for r in rows if r["subsume_key"]}
 
     def _forgettable(self, before: float, keep: Iterable[str]) -> list[str]:
         rows = self.db.execute(
