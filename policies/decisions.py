@@ -39,8 +39,10 @@ from criss.policies.reasons import (
     BYTES_SOURCE,
     CACHE,
     ESTIMATE,
+    HOME_REPEATS,
     MEASURED,
     SKIP,
+    TEMPLATE_REPEATS,
     TEMPLATE_SOURCE,
     Decision,
 )
@@ -55,7 +57,8 @@ from criss.policies.selection import (
 from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
-from criss.qtree.tree import NodeStats, TemplateStats
+from criss.qtree.templates import TemplateRecurrence, TemplateStats
+from criss.qtree.tree import NodeStats
 
 #: Operators whose physical form ends a stage (an exchange below or above them).
 STAGE_BOUNDARIES = frozenset(
@@ -80,6 +83,13 @@ IN_ACTION_BUILD_SHARE = 0.5
 BOUNDED_COLUMN_BYTES = 64
 #: Columns assumed where a result's width is not known from its canonical arguments.
 UNKNOWN_WIDTH = 32
+#: Queries the home's share of repeats counts as beside a first-seen result's template's
+#: own queries under other values: with none, the home's share alone; after a few of its
+#: own, mostly the template's (a template whose values never come back stops being cached
+#: on first sight while others still are).
+TEMPLATE_PRIOR_QUERIES = 2.0
+#: Repeats per first-seen result beyond which more make no difference to a decision.
+MAX_EXPECTED_REPEATS = 100.0
 
 
 @dataclass(frozen=True)
@@ -179,6 +189,8 @@ class QueryFacts:
     parameter_free: Collection[tuple[int, ...]] = ()
     #: What an unmeasured operator's template measured under other values, by fingerprint.
     templates: Mapping[str, TemplateStats] = field(default_factory=dict)
+    #: How an unmeasured operator's template recurred under other values, by fingerprint.
+    recurrences: Mapping[str, TemplateRecurrence] = field(default_factory=dict)
 
 
 def decide_caching(
@@ -286,7 +298,8 @@ def _unmeasured_verdict(
         score = collect_score(stats.ref, node.height)
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if eager:
-        return _eager_verdict(node, stats, size, numbers, rules)
+        recurrence = facts.recurrences.get(node.fingerprint)
+        return _eager_verdict(node, stats, size, numbers, rules, recurrence)
     if free:
         return _parameter_free_verdict(node, stats, size, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
@@ -329,16 +342,49 @@ def _eager_verdict(
     size: float | None,
     numbers: dict[str, Any],
     rules: CachingRules,
+    recurrence: TemplateRecurrence | None,
 ) -> _Verdict:
-    """A first-seen result, valued by the benefit model with the repeats a first-seen
-    result is measured to get here, less what caching it on first sight adds."""
-    repeats = rules.expected_repeats
+    """A first-seen result, valued by the benefit model with the repeats it can expect
+    (:func:`expected_result_repeats`), less what caching it on first sight adds."""
+    repeats, recurred = expected_result_repeats(rules.expected_repeats, recurrence)
     gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, repeats)
-    numbers = {**numbers, "max_rows": max_rows(node), "expected_repeats": repeats}
+    numbers = {**numbers, "max_rows": max_rows(node), "expected_repeats": repeats, **recurred}
     if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)
     return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
+
+
+def expected_result_repeats(
+    home: float, recurrence: TemplateRecurrence | None
+) -> tuple[float, dict[str, Any]]:
+    """Repeats a first-seen result can expect, and the numbers they came from: ``home``,
+    those measured over the home's recent queries; where its template was seen under
+    other values, the share of its template's queries that were repeats, with the home's
+    share counted as ``TEMPLATE_PRIOR_QUERIES`` more queries (a drifting template whose
+    values never recur expects few, however often the home's other queries repeat)."""
+    if recurrence is None or recurrence.queries <= 0:
+        return home, {"repeats_source": HOME_REPEATS}
+    home_share = home / (1 + home)
+    share = (recurrence.repeats + TEMPLATE_PRIOR_QUERIES * home_share) / (
+        recurrence.queries + TEMPLATE_PRIOR_QUERIES
+    )
+    numbers = {
+        "template_queries": recurrence.queries,
+        "template_repeats": recurrence.repeats,
+        "home_repeat_share": home_share,
+        "template_prior_queries": TEMPLATE_PRIOR_QUERIES,
+    }
+    source = TEMPLATE_REPEATS.format(**numbers)
+    return expected_more(share), {**numbers, "repeats_source": source}
+
+
+def expected_more(share: float) -> float:
+    """How many more times something comes back when a ``share`` of its chances did (a
+    geometric run: share ÷ (1 − share)), bounded by what changes any decision."""
+    if share >= 1:
+        return MAX_EXPECTED_REPEATS
+    return min(share / (1 - share), MAX_EXPECTED_REPEATS)
 
 
 def _parameter_free_verdict(

@@ -18,6 +18,14 @@ MEASURED, ESTIMATE = "measured", "estimate"
 #: Where an estimated Texec came from, as ``describe`` words it.
 BYTES_SOURCE = "from its stages and the bytes it reads"
 TEMPLATE_SOURCE = "as {template_measured} runs of its template under other values measured"
+#: Where a first-seen result's expected repeats come from: the home's recent queries, or
+#: those and its template's queries under other values.
+HOME_REPEATS = "of a first-seen result here"
+TEMPLATE_REPEATS = (
+    "of it: {template_repeats} of its template's {template_queries} queries under other "
+    "values were repeats, with the home's share of repeats ({home_repeat_share:.0%}) "
+    "counted as {template_prior_queries:g} more"
+)
 
 #: Reason code → the words every reader shows (formatted with the decision's numbers).
 REASONS: Mapping[str, str] = {
@@ -26,7 +34,7 @@ REASONS: Mapping[str, str] = {
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
     "eager_result": (
         "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
-        "expected of a first-seen result here would save {expected_gain:.3f}s more than "
+        "expected {repeats_source} would save {expected_gain:.3f}s more than "
         "caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
         "~{estimated_size:.0f} bytes)"
     ),
@@ -82,8 +90,8 @@ REASONS: Mapping[str, str] = {
         "estimated Texec {estimated_texec:.3f}s {texec_source} < min_texec {min_texec}s"
     ),
     "eager_no_benefit": (
-        "a first-seen query's result: the {expected_repeats:.2f} repeats expected of a "
-        "first-seen result here would not pay for caching it (expected gain "
+        "a first-seen query's result: the {expected_repeats:.2f} repeats expected "
+        "{repeats_source} would not pay for caching it (expected gain "
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s "
         "{texec_source}, ~{estimated_size:.0f} bytes; caching on first sight adds "
         "{first_sight_cost:.0%} of Texec)"
@@ -154,8 +162,12 @@ def describe(decision: Decision) -> str:
         return decision.reason
     try:
         # decisions logged before reads were measured priced them at the calibrated rate,
-        # and estimated every Texec from input bytes
-        defaults = {"read_source": "calibrated", "texec_source": BYTES_SOURCE}
+        # estimated every Texec from input bytes and every repeat from the home's alone
+        defaults = {
+            "read_source": "calibrated",
+            "texec_source": BYTES_SOURCE,
+            "repeats_source": HOME_REPEATS,
+        }
         return template.format(**{**defaults, **decision.numbers})
     except (KeyError, ValueError, TypeError):
         return decision.reason

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import statistics
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,12 @@ from criss.qtree.fingerprint import TEMPLATE
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key, storable
 from criss.qtree.subsume import Shape, subsumption_key
+from criss.qtree.templates import (
+    TemplateRecurrence,
+    TemplateStats,
+    template_recurrence,
+    template_statistics,
+)
 from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 SCHEMA_VERSION = "1"
@@ -51,23 +56,6 @@ class NodeStats:
     @property
     def has_stats(self) -> bool:
         return self.texec is not None and self.size_bytes is not None
-
-
-@dataclass(frozen=True)
-class TemplateStats:
-    """What the operators of one template measured under other parameter values took."""
-
-    texec: float
-    size_bytes: float
-    measured: int
-
-    @classmethod
-    def of(cls, measured: list[tuple[float, int]]) -> TemplateStats:
-        return cls(
-            statistics.median(t for t, _ in measured),
-            statistics.median(s for _, s in measured),
-            len(measured),
-        )
 
 
 @dataclass(frozen=True)
@@ -286,18 +274,21 @@ class QTree:
             if r["shape"] and (among is None or r["fingerprint"] in among)
         ]
 
-    def template_statistics(self, keys: Collection[str]) -> dict[str, TemplateStats]:
-        """What the measured operators sharing each template key (see
-        :mod:`criss.qtree.fingerprint`) took: the median of their Texecs and of their
-        sizes. Keys none of them measured are absent."""
-        found: dict[str, list[tuple[float, int]]] = {}
-        for row in self._rows_in(
-            "select template_key, texec, size_bytes from nodes where template_key in ({marks}) "
-            "and texec is not null and size_bytes is not null",
-            keys,
-        ):
-            found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
-        return {key: TemplateStats.of(measured) for key, measured in found.items()}
+    def template_facts(
+        self, asking: Mapping[str, str]
+    ) -> tuple[dict[str, TemplateStats], dict[str, TemplateRecurrence]]:
+        """For operators ``asking`` (fingerprint → template key, see
+        :mod:`criss.qtree.fingerprint`), in one lookup: what the measured operators of each
+        key took (:func:`criss.qtree.templates.template_statistics`, by key) and how the
+        other operators of each one's template recurred (by fingerprint)."""
+        rows = list(
+            self._rows_in(
+                "select template_key, fingerprint, ref, texec, size_bytes from nodes "
+                "where template_key in ({marks})",
+                asking.values(),
+            )
+        )
+        return template_statistics(rows), template_recurrence(rows, asking)
 
     def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under

@@ -16,7 +16,8 @@ from criss.qtree.canonical import ATTRIBUTE, LITERAL
 from criss.qtree.fingerprint import TEMPLATE
 from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.rewrite import result_node
-from criss.qtree.tree import NodeStats, TemplateStats
+from criss.qtree.templates import TemplateRecurrence, TemplateStats
+from criss.qtree.tree import NodeStats
 
 MB = 1 << 20
 _EXPR = "org.apache.spark.sql.catalyst.expressions."
@@ -55,10 +56,15 @@ def test_the_qtree_hands_back_the_medians_of_a_templates_measured_runs(tmp_path)
         tree = _filtered(value)
         qtree.observe(tree)
         qtree.record_stats(tree.fingerprint, texec=texec, size_bytes=size, rows=1)
+    qtree.observe(_filtered(20))  # a repeat of one value
     unmeasured = _filtered(40)
     qtree.observe(unmeasured)  # seen, never measured: not one of its own template's runs
-    found = qtree.template_statistics([unmeasured.extra[TEMPLATE], "no-such-key"])
+    found, recurrences = qtree.template_facts(
+        {unmeasured.fingerprint: unmeasured.extra[TEMPLATE], "other": "no-such-key"}
+    )
     assert found == {unmeasured.extra[TEMPLATE]: TemplateStats(2.0, 300, 3)}
+    # the other values' queries: four, one of them a repeat; its own reference is not counted
+    assert recurrences == {unmeasured.fingerprint: TemplateRecurrence(queries=4, repeats=1)}
     qtree.close()
 
 
@@ -114,6 +120,34 @@ def test_an_operator_whose_template_ran_cheaply_is_not_worth_a_job():
     # priced by its bytes instead, it is cached to be measured
     without = decide_caching(_query(), QueryFacts(seen_twice, set()), _rules())
     assert without[()].action == CACHE and without[()].reason == "collect_statistics"
+
+
+def test_a_template_whose_values_never_recur_is_not_cached_on_first_sight():
+    """The home's recent queries repeat often enough for a first-seen result to be cached
+    eagerly; its template's queries under other values never repeated one, and after a few
+    of them the template's share, not the home's, decides."""
+    unseen = {fp: _stats(fp) for fp in ("agg", "filt")}
+    rules = _rules(expected_repeats=0.3)
+    alone = decide_caching(_query(), QueryFacts(unseen, set()), rules)[()]
+    assert alone.action == CACHE and alone.numbers["expected_repeats"] == 0.3
+    assert "repeats expected of a first-seen result here" in describe(alone)
+
+    def decided(queries: int, repeats: int):
+        recurrences = {"agg": TemplateRecurrence(queries, repeats)}
+        facts = QueryFacts(unseen, set(), recurrences=recurrences)
+        return decide_caching(_query(), facts, rules)[()]
+
+    never = decided(queries=8, repeats=0)
+    assert never.action == SKIP and never.reason == "eager_no_benefit"
+    # the home's share (0.3 / 1.3) counted as 2 of 10 queries: 0.046 expected
+    assert never.numbers["expected_repeats"] == pytest.approx(0.0484, abs=1e-3)
+    assert "0 of its template's 8 queries under other values were repeats" in describe(never)
+    # a template whose values come back is cached as before, and more eagerly than the home
+    often = decided(queries=8, repeats=4)
+    assert often.action == CACHE and often.numbers["expected_repeats"] > 0.3
+    # one other query says little: the home's share still weighs two
+    once = decided(queries=1, repeats=0)
+    assert 0.1 < once.numbers["expected_repeats"] < 0.3
 
 
 #: A parameter no rule reuses across values (not a range or IN list on a column).

@@ -58,7 +58,14 @@ def decide_operators(
 ) -> dict[OperatorPath, Decision]:
     """A decision for every operator outside the served subtrees; served ones reuse."""
     free = [node.path for node in matched.parameter_free]
-    facts = QueryFacts(matched.stats, set(served), matched.table_rows, free, matched.templates)
+    facts = QueryFacts(
+        matched.stats,
+        set(served),
+        matched.table_rows,
+        free,
+        matched.templates,
+        matched.recurrences,
+    )
     decisions = decide_caching(matched.tree, facts, rules)
     for path, (reuse, _) in served.items():
         decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})

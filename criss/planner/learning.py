@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss.policies.decisions import stages_of
+from criss.policies.decisions import expected_more, stages_of
 from criss.qtree.executed import PlannedQuery, standing_in
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable
@@ -66,8 +66,6 @@ _REPEAT_DECAY = 1 - 1 / 50
 #: Repeats and queries assumed before any was counted: one in two, so a new home caches
 #: first-seen results eagerly, and a handful of first sights in a row outweigh it.
 _PRIOR_REPEATS, _PRIOR_QUERIES = 1.0, 2.0
-#: Repeats per first-seen result beyond which more make no difference to a decision.
-_MAX_EXPECTED_REPEATS = 100.0
 #: A lifted aggregate's Texec ÷ the aggregate's, assumed before any lift was measured: the
 #: lifts of the TPC-H drift streams at SF 1 whose conditions drop most rows (Q4, Q5, Q12)
 #: took 1.5-2.6x their query (experiments/results/issue20/session13/).
@@ -138,7 +136,7 @@ class Learning:
     @property
     def expected_repeats(self) -> float:
         """Repeats a first-seen result can expect: recent repeats per recent first sight."""
-        return _expected_more(self.repeat_share)
+        return expected_more(self.repeat_share)
 
     def learn_repeat(self, repeated: bool) -> None:
         """Count a query whose result had (or had not) been seen before it."""
@@ -152,7 +150,7 @@ class Learning:
         counted, as for repeats)."""
         seen = self._rate("recent_parameter_free_seen", 0.0) + _PRIOR_REPEATS
         share = seen / (self._rate("recent_parameter_free", 0.0) + _PRIOR_QUERIES)
-        return _expected_more(share)
+        return expected_more(share)
 
     def learn_parameter_free(self, seen_before: bool) -> None:
         """Count a parameter-free aggregate of a new statement that had (or had not) been
@@ -176,7 +174,7 @@ class Learning:
         one was seen under yet another, over the home's aggregates (one in two assumed
         before any was counted, as for repeats)."""
         continued, reached = self.qtree.parameter_recurrence(self.lifted_results())
-        return _expected_more((continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES))
+        return expected_more((continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES))
 
     def lifted_results(self) -> dict[str, dict[str, Any]]:
         return dict(self.qtree.meta(LIFTED_RESULTS) or {})
@@ -385,14 +383,6 @@ class Learning:
         self.settle()
         if self._harvester is not None:
             self._harvester.shutdown()
-
-
-def _expected_more(share: float) -> float:
-    """How many more times something comes back when a ``share`` of its chances did (a
-    geometric run: share ÷ (1 − share)), bounded by what changes any decision."""
-    if share >= 1:
-        return _MAX_EXPECTED_REPEATS
-    return min(share / (1 - share), _MAX_EXPECTED_REPEATS)
 
 
 def _timed(read: Callable[[float], Any], ratio: float) -> tuple[Any, float]:

@@ -24,7 +24,8 @@ from criss.qtree.rewrite import (
     storable,
 )
 from criss.qtree.subsume import Shape
-from criss.qtree.tree import Observation, QTree, TemplateStats
+from criss.qtree.templates import TemplateRecurrence, TemplateStats
+from criss.qtree.tree import Observation, QTree
 from criss.storage.catalog import EntryRecord
 from criss.tables import table_rows
 
@@ -168,6 +169,8 @@ class Match:
     #: What the operators of each unmeasured one's template measured under other values,
     #: by the unmeasured one's fingerprint (only those with any measured).
     templates: dict[str, TemplateStats] = field(default_factory=dict)
+    #: How each unmeasured one's template recurred under other values, by its fingerprint.
+    recurrences: dict[str, TemplateRecurrence] = field(default_factory=dict)
 
     @property
     def stats(self):
@@ -179,6 +182,7 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
     qtree = session.qtree
     observations = qtree.observe(tree) if record else qtree.peek(tree)
     reuses = view.reuses(tree)
+    templates, recurrences = _template_facts(qtree, tree, observations)
     return Match(
         tree=tree,
         observations=observations,
@@ -187,15 +191,18 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         table_rows=_copied_table_rows(tree, observations, session.bridge.broadcast_threshold()),
         unread=_unread(session, view.cheap),
         parameter_free=tuple(parameter_free_intermediates(tree)),
-        templates=_template_statistics(qtree, tree, observations),
+        templates=templates,
+        recurrences=recurrences,
     )
 
 
-def _template_statistics(
+def _template_facts(
     qtree: QTree, tree: PlanNode, observations: dict[str, Observation]
-) -> dict[str, TemplateStats]:
+) -> tuple[dict[str, TemplateStats], dict[str, TemplateRecurrence]]:
     """For each storable operator of ``tree`` never measured, what the operators of its
-    template measured under other parameter values took (one lookup for the tree)."""
+    template measured under other parameter values took (only where any was measured),
+    and how its template's queries under other values recurred (one lookup for the
+    tree), by the operator's fingerprint."""
     keys = {}
     for node in tree.walk():
         seen = observations.get(node.fingerprint)
@@ -204,9 +211,10 @@ def _template_statistics(
             if key is not None:
                 keys[node.fingerprint] = key
     if not keys:
-        return {}
-    found = qtree.template_statistics(keys.values())
-    return {fingerprint: found[key] for fingerprint, key in keys.items() if key in found}
+        return {}, {}
+    found, recurrences = qtree.template_facts(keys)
+    templates = {fingerprint: found[key] for fingerprint, key in keys.items() if key in found}
+    return templates, recurrences
 
 
 def _unread(
