@@ -178,3 +178,26 @@ def test_a_new_value_of_a_measured_query_is_estimated_from_what_it_took(tpch, tm
         assert decision.numbers["estimated_size"] == pytest.approx(measured.size_bytes)
         assert "1 runs of its template under other values measured" in cs.explain(df)
         assert sorted(df.collect()) == sorted(tpch.sql(STATEMENT.format(5)).collect())
+
+
+@pytest.mark.spark
+def test_a_drifting_templates_first_sight_expects_its_own_repeats_not_the_homes(tpch, tmp_path):
+    """The home keeps repeating one query while another template comes back under ever new
+    values: a first sight of the latter expects the repeats its own queries had."""
+    repeated = "select l_linestatus, count(*) as n from lineitem group by 1"
+    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+        for modulus in range(4):
+            cs.sql(repeated).collect()
+            df = cs.sql(STATEMENT.format(modulus + 3))
+            rows = df.collect()
+        result = result_node(cs.canonical_tree(cs.last_record.captured))
+        (decision,) = [
+            o.decision for o in cs.last_record.operators if o.fingerprint == result.fingerprint
+        ]
+        numbers = decision.numbers
+        assert numbers["template_queries"] == 3 and numbers["template_repeats"] == 0
+        # three repeats in eight queries: the home alone would expect about two in three
+        assert cs.learning.expected_repeats > 0.5
+        assert numbers["expected_repeats"] < cs.learning.expected_repeats / 2
+        assert "0 of its template's 3 queries under other values were repeats" in cs.explain(df)
+        assert sorted(rows) == sorted(tpch.sql(STATEMENT.format(6)).collect())
