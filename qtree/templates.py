@@ -46,23 +46,5 @@ def template_statistics(rows: Iterable[Mapping[str, Any]]) -> dict[str, Template
     keys none of them measured are absent."""
     found: dict[str, list[tuple[float, int]]] = {}
     for row in rows:
-        if row["texec"] is not None and row["size_bytes"] is not None:
-            found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
+        found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
     return {key: TemplateStats.of(measured) for key, measured in found.items()}
-
-
-def template_recurrence(
-    rows: Iterable[Mapping[str, Any]], asking: Mapping[str, str]
-) -> dict[str, TemplateRecurrence]:
-    """For each operator of ``asking`` (fingerprint → template key), how the other
-    operators of its template among ``rows`` (template_key, fingerprint, ref) recurred.
-    Its own references are left out: they are this query's, not its template's past."""
-    by_key: dict[str, list[tuple[str, int]]] = {}
-    for row in rows:
-        by_key.setdefault(row["template_key"], []).append((row["fingerprint"], row["ref"]))
-    found = {}
-    for fingerprint, key in asking.items():
-        others = [ref for other, ref in by_key.get(key, ()) if other != fingerprint]
-        if others:
-            found[fingerprint] = TemplateRecurrence(sum(others), sum(r - 1 for r in others))
-    return found

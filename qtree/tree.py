@@ -11,7 +11,7 @@ import json
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -24,12 +24,7 @@ from criss.qtree.fingerprint import TEMPLATE
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Relative, relaxed_columns, relaxed_key, storable
 from criss.qtree.subsume import Shape, subsumption_key
-from criss.qtree.templates import (
-    TemplateRecurrence,
-    TemplateStats,
-    template_recurrence,
-    template_statistics,
-)
+from criss.qtree.templates import TemplateRecurrence, TemplateStats, template_statistics
 from criss.sqlite import open_catalog, open_read_only, read_rows, refuse_if_read_only
 
 SCHEMA_VERSION = "1"
@@ -274,21 +269,29 @@ class QTree:
             if r["shape"] and (among is None or r["fingerprint"] in among)
         ]
 
-    def template_facts(
-        self, asking: Mapping[str, str]
-    ) -> tuple[dict[str, TemplateStats], dict[str, TemplateRecurrence]]:
-        """For operators ``asking`` (fingerprint → template key, see
-        :mod:`criss.qtree.fingerprint`), in one lookup: what the measured operators of each
-        key took (:func:`criss.qtree.templates.template_statistics`, by key) and how the
-        other operators of each one's template recurred (by fingerprint)."""
-        rows = list(
+    def template_statistics(self, keys: Collection[str]) -> dict[str, TemplateStats]:
+        """What the measured operators sharing each template key (see
+        :mod:`criss.qtree.fingerprint`) took (:func:`criss.qtree.templates.template_statistics`)."""
+        return template_statistics(
             self._rows_in(
-                "select template_key, fingerprint, ref, texec, size_bytes from nodes "
-                "where template_key in ({marks})",
-                asking.values(),
+                "select template_key, texec, size_bytes from nodes where template_key in "
+                "({marks}) and texec is not null and size_bytes is not null",
+                keys,
             )
         )
-        return template_statistics(rows), template_recurrence(rows, asking)
+
+    def template_recurrence(self, fingerprint: str, key: str) -> TemplateRecurrence | None:
+        """How the other operators of ``fingerprint``'s template ``key`` recurred: the
+        queries that referenced one, and how many of those had seen it before (its own
+        references are this query's, not its template's past); None when it has none."""
+        (row,) = self._rows(
+            "select sum(ref) as queries, sum(ref - 1) as repeats from nodes "
+            "where template_key = ? and fingerprint != ?",
+            [key, fingerprint],
+        )
+        if not row["queries"]:
+            return None
+        return TemplateRecurrence(row["queries"], row["repeats"])
 
     def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under

@@ -59,12 +59,12 @@ def test_the_qtree_hands_back_the_medians_of_a_templates_measured_runs(tmp_path)
     qtree.observe(_filtered(20))  # a repeat of one value
     unmeasured = _filtered(40)
     qtree.observe(unmeasured)  # seen, never measured: not one of its own template's runs
-    found, recurrences = qtree.template_facts(
-        {unmeasured.fingerprint: unmeasured.extra[TEMPLATE], "other": "no-such-key"}
-    )
+    found = qtree.template_statistics([unmeasured.extra[TEMPLATE], "no-such-key"])
     assert found == {unmeasured.extra[TEMPLATE]: TemplateStats(2.0, 300, 3)}
     # the other values' queries: four, one of them a repeat; its own reference is not counted
-    assert recurrences == {unmeasured.fingerprint: TemplateRecurrence(queries=4, repeats=1)}
+    recurrence = qtree.template_recurrence(unmeasured.fingerprint, unmeasured.extra[TEMPLATE])
+    assert recurrence == TemplateRecurrence(queries=4, repeats=1)
+    assert qtree.template_recurrence(unmeasured.fingerprint, "no-such-key") is None
     qtree.close()
 
 

@@ -169,7 +169,8 @@ class Match:
     #: What the operators of each unmeasured one's template measured under other values,
     #: by the unmeasured one's fingerprint (only those with any measured).
     templates: dict[str, TemplateStats] = field(default_factory=dict)
-    #: How each unmeasured one's template recurred under other values, by its fingerprint.
+    #: How the result's template recurred under other values, by its fingerprint (when the
+    #: result was never measured and its template was seen under other values).
     recurrences: dict[str, TemplateRecurrence] = field(default_factory=dict)
 
     @property
@@ -200,9 +201,10 @@ def _template_facts(
     qtree: QTree, tree: PlanNode, observations: dict[str, Observation]
 ) -> tuple[dict[str, TemplateStats], dict[str, TemplateRecurrence]]:
     """For each storable operator of ``tree`` never measured, what the operators of its
-    template measured under other parameter values took (only where any was measured),
-    and how its template's queries under other values recurred (one lookup for the
-    tree), by the operator's fingerprint."""
+    template measured under other parameter values took (one lookup for the tree, only
+    where any was measured); for the query's result, if never measured, how its template's
+    queries under other values recurred (the repeats a first sight of it expects). Both by
+    the operator's fingerprint."""
     keys = {}
     for node in tree.walk():
         seen = observations.get(node.fingerprint)
@@ -212,9 +214,11 @@ def _template_facts(
                 keys[node.fingerprint] = key
     if not keys:
         return {}, {}
-    found, recurrences = qtree.template_facts(keys)
+    found = qtree.template_statistics(keys.values())
     templates = {fingerprint: found[key] for fingerprint, key in keys.items() if key in found}
-    return templates, recurrences
+    result = result_node(tree).fingerprint
+    recurrence = qtree.template_recurrence(result, keys[result]) if result in keys else None
+    return templates, {} if recurrence is None else {result: recurrence}
 
 
 def _unread(
