@@ -42,8 +42,9 @@ class TemplateRecurrence:
 
 
 def template_statistics(rows: Iterable[Mapping[str, Any]]) -> dict[str, TemplateStats]:
-    """The medians of the measured ``rows`` (template_key, texec, size_bytes) per key;
-    keys none of them measured are absent."""
+    """The medians of ``rows`` (template_key, texec, size_bytes), per key. The rows must be
+    measured ones (texec and size_bytes set: ``QTree.template_statistics`` selects only
+    those), so a key none of whose operators was measured is absent."""
     found: dict[str, list[tuple[float, int]]] = {}
     for row in rows:
         found.setdefault(row["template_key"], []).append((row["texec"], row["size_bytes"]))
