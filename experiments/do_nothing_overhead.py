@@ -65,13 +65,12 @@ def _criss(cs, sql: str) -> dict:
     done = time.perf_counter()
     cs.settle_harvests()
     settled = time.perf_counter()
-    record = cs.record(df)
-    planning = record.planning_seconds if record else 0.0
-    counters = dict(record.counters) if record else {}
+    record = cs.record(df)  # every DataFrame cs.sql hands out has one, a fallback's too
+    counters = dict(record.counters)
     return {
         "sql": planned - started,
-        "planning": planning,
-        "phases": dict(record.phase_seconds) if record else {},
+        "planning": record.planning_seconds,
+        "phases": dict(record.phase_seconds),
         "collect": done - planned,
         "total": done - started,
         "settle": settled - done,
