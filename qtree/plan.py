@@ -33,6 +33,14 @@ def short_class(name: str) -> str:
     return name
 
 
+#: Leaves over rows already in memory, as :func:`short_class` names them: a relation of
+#: Spark's columnar cache (a user's ``cache()``, or a result the user's action computes
+#: into it for Criss) and an RDD's rows (Criss's own writes of a computed result). An
+#: action over one also ran, or ran before, a plan its canonical tree does not show.
+CACHE_SCAN = short_class("org.apache.spark.sql.execution.columnar.InMemoryRelation")
+RDD_SCAN = short_class("org.apache.spark.sql.execution.LogicalRDD")
+
+
 @dataclass(frozen=True)
 class PlanNode:
     """One logical operator with its canonical arguments and children.

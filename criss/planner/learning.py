@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.policies.decisions import expected_more, stages_of
 from criss.qtree.executed import PlannedQuery, standing_in
-from criss.qtree.plan import PlanNode, within
+from criss.qtree.plan import CACHE_SCAN, RDD_SCAN, PlanNode, within
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.tree import QTree
 
@@ -445,11 +445,13 @@ def facts_from_execution(
 ) -> ExecutionFacts | None:
     """What a finished action taught: statistics of every operator it computed in full
     (only of ``wanted`` fingerprints, if given; those above what the cache served under
-    their ``planned`` fingerprints), and its totals for the learned rates. None for
-    Criss's own writes of a computed result (a scan of an RDD: nothing the QTree knows)."""
+    their ``planned`` fingerprints), and its totals for the learned rates (none where it
+    read a relation of Spark's cache). None for Criss's own writes of a computed result
+    (a scan of an RDD: nothing the QTree knows)."""
     captured, metrics = finished.statistics(session.bridge)
     tree = session.canonical_tree(captured)
-    if any(leaf.op in ("LogicalRDD", "InMemoryRelation") for leaf in tree.leaves()):
+    leaves = {leaf.op for leaf in tree.leaves()}
+    if RDD_SCAN in leaves:
         return None
     partial = _read_partially(tree)
     renamed = {} if planned is None else standing_in(tree, planned)
@@ -465,11 +467,15 @@ def facts_from_execution(
     result = result_node(tree)
     known = statistics.get(result.fingerprint)
     read_bytes, read_seconds = wall_cache_reads(session, tree, metrics)
+    # a relation of Spark's cache was filled by a plan whose stages and task time this
+    # one's metrics do not hold (for a first-seen result cached by its action: all of
+    # them): its run teaches no per-stage seconds, which would be the whole action's
+    whole = CACHE_SCAN not in leaves
     return ExecutionFacts(
         statistics,
         seconds=finished.seconds,
         compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
-        stages=stages_of(tree),
+        stages=stages_of(tree) if whole else 0,
         scanned_bytes=tree.scanned_bytes,
         result_bytes=None if known is None or partial else known[1],
         cache_read_bytes=read_bytes,
