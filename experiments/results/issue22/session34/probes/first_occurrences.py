@@ -2,21 +2,23 @@
 the eight that cost Criss the most against plain Spark (what each cached, its planning and
 the bytes it wrote).
 
-    python experiments/results/issue22/session34/probes/first_occurrences.py FILE...
+    python -m experiments.results.issue22.session34.probes.first_occurrences FILE...
 """
 
 import json
 import sys
 
+from experiments.summary import split_first_and_repeats, statement_keys
 
-def _firsts(data: dict) -> list[tuple]:
-    plain = {q["position"]: q for q in data["modes"]["spark"]["queries"]}
+
+def _firsts(data: dict, keys: list[str]) -> list[tuple]:
+    plain, mine = data["modes"]["spark"]["queries"], data["modes"]["criss"]["queries"]
     seen, rows = set(), []
-    for query in data["modes"]["criss"]["queries"]:
-        if query["statement"] in seen:
+    for key, base, query in zip(keys, plain, mine, strict=True):
+        if key in seen:
             continue
-        seen.add(query["statement"])
-        counters, base = query["criss"], plain[query["position"]]
+        seen.add(key)
+        counters = query["criss"]
         rows.append(
             (
                 query["seconds"] - base["seconds"],
@@ -35,8 +37,11 @@ def _firsts(data: dict) -> list[tuple]:
 
 def main(paths: list[str]) -> None:
     for path in paths:
-        rows = _firsts(json.load(open(path)))
-        plain, criss = sum(r[3] for r in rows), sum(r[4] for r in rows)
+        data = json.load(open(path))
+        keys = statement_keys(data)
+        rows = _firsts(data, keys)
+        plain, _ = split_first_and_repeats(data["modes"]["spark"]["queries"], keys)
+        criss, _ = split_first_and_repeats(data["modes"]["criss"]["queries"], keys)
         name = path.split("/")[-1]
         ratio = criss / plain
         print(f"{name} firsts {len(rows)} plain {plain:.1f} criss {criss:.1f} ratio {ratio:.3f}")
