@@ -124,6 +124,9 @@ class CachingRules:
     #: measured to get here.
     eager_parameter_free: bool = False
     expected_parameter_free_reuses: float = 1.0
+    #: Share of the recent queries of a template seen before that came under new values
+    #: (what ``expected_parameter_free_reuses`` leans on while its own chances are few).
+    new_values_share: float = 0.5
 
     @property
     def load_bandwidth(self) -> float:
@@ -404,6 +407,7 @@ def _parameter_free_verdict(
     numbers = {
         **numbers,
         "expected_reuses": reuses,
+        "new_values_share": rules.new_values_share,
         "in_action_build_share": rules.in_action_build_share if built else 0.0,
     }
     if gain <= 0 or measured_score(benefit) is None:

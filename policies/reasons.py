@@ -41,7 +41,8 @@ REASONS: Mapping[str, str] = {
     "eager_parameter_free": (
         "first seen, cached by the action on an estimate: no value a query chose selects its "
         "rows (no literal in its filters and joins), and the {expected_reuses:.2f} reuses by "
-        "other statements expected of such an aggregate here would save {expected_gain:.3f}s "
+        "other statements expected of such an aggregate here ({new_values_share:.0%} of the "
+        "queries of templates seen before came under new values) would save {expected_gain:.3f}s "
         "more than caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
         "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
         "Texec)"
@@ -98,7 +99,9 @@ REASONS: Mapping[str, str] = {
     ),
     "eager_parameter_free_no_benefit": (
         "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "
-        "reuses by other statements expected of such an aggregate here would not pay for "
+        "reuses by other statements expected of such an aggregate here "
+        "({new_values_share:.0%} of the queries of templates seen before came under new "
+        "values) would not pay for "
         "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
         "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
     ),

@@ -164,6 +164,7 @@ def test_a_first_seen_per_order_sum_is_cached_by_the_action_and_serves_another_t
         summary = cs.last_query_summary()
         assert summary["operators_reused"] >= 1 and summary["bytes_read"] > 0
         assert cs.learning.expected_parameter_free_reuses > after_one  # seen before: counted
+        assert cs.learning.new_values_share > 0.5  # its template came back under new values
         assert [d.reason for d in _decisions(cs, "Aggregate")] == ["cached_entry"]
 
 
@@ -173,6 +174,22 @@ def test_where_free_aggregates_never_come_back_they_are_not_cached_on_a_guess(tp
             cs.learning.learn_parameter_free(False)
         assert cs.learning.expected_parameter_free_reuses < 0.05
         cs.sql(PER_ORDER.format(250)).collect()
+        (decision,) = _decisions(cs, "Aggregate")
+        assert decision.reason == "eager_parameter_free_no_benefit"
+        assert cs.last_query_summary()["operators_cached_in_action"] == 1  # the result only
+
+
+def test_where_statements_only_repeat_free_aggregates_are_not_cached_on_a_guess(tpch, tmp_path):
+    repeated = "select n_regionkey, count(*) from nation group by n_regionkey"
+    with criss.session(tpch, home=str(tmp_path / "h"), min_texec=0.0) as cs:
+        for _ in range(20):  # a stream re-running its statements, as Random-QS does
+            cs.sql(repeated).collect()
+        assert cs.last_query_summary()["operators_reused"] >= 1
+        assert cs.learning.new_values_share < 0.1  # returning templates came back unchanged
+        assert cs.learning.expected_parameter_free_reuses < 0.1  # no chance of its own yet
+        planned = cs.sql(PER_ORDER.format(250))
+        assert "came under new values" in cs.explain(planned)
+        assert_same_rows(planned.collect(), tpch.sql(PER_ORDER.format(250)).collect())
         (decision,) = _decisions(cs, "Aggregate")
         assert decision.reason == "eager_parameter_free_no_benefit"
         assert cs.last_query_summary()["operators_cached_in_action"] == 1  # the result only

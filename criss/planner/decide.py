@@ -50,6 +50,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         # only where the user's action computes it: never a job of Criss's own on a guess
         eager_parameter_free=options.eager_results and computes_in_action(session),
         expected_parameter_free_reuses=session.learning.expected_parameter_free_reuses,
+        new_values_share=session.learning.new_values_share,
     )
 
 
@@ -73,16 +74,19 @@ def decide_operators(
 
 
 def learn_recurrences(session: CrissSession, matched: Match) -> None:
-    """Count whether this query's result had been seen before, and if not, whether each of
-    its parameter-free aggregates had: the expected repeats of a first-seen result and the
-    expected reuses of a first-seen parameter-free aggregate (the eager decisions) come
-    from them."""
+    """Count whether this query's result had been seen before; whether, its template seen
+    before, it came under other values; and if it is new, whether each of its
+    parameter-free aggregates had been seen: the expected repeats of a first-seen result
+    and the expected reuses of a first-seen parameter-free aggregate (the eager decisions)
+    come from them."""
     result = result_node(matched.tree)
     seen = matched.observations.get(result.fingerprint)
     if seen is None or not storable(result) or result.uncacheable:
         return
     repeated = seen.stats.ref > 1
     session.learning.learn_repeat(repeated)
+    if repeated or result.fingerprint in matched.recurrences:
+        session.learning.learn_template_return(new_values=not repeated)
     if repeated:
         return  # a repeat's aggregates come back with it, not in another statement
     for node in matched.parameter_free:

@@ -143,12 +143,28 @@ class Learning:
         self._count_recent(("recent_repeats", "recent_queries"), repeated)
 
     @property
+    def new_values_share(self) -> float:
+        """Share of the recent queries of a template seen before that came under values not
+        seen before (one in two assumed before any was counted, as for repeats): near 0
+        where analysts re-run the same statements, near 1 where parameters drift."""
+        new = self._rate("recent_template_new_values", 0.0) + _PRIOR_REPEATS
+        return new / (self._rate("recent_template_returns", 0.0) + _PRIOR_QUERIES)
+
+    def learn_template_return(self, new_values: bool) -> None:
+        """Count a query whose template had been seen before, under other values or not."""
+        self._count_recent(("recent_template_new_values", "recent_template_returns"), new_values)
+
+    @property
     def expected_parameter_free_reuses(self) -> float:
         """Reuses a parameter-free aggregate first seen in a new statement can expect from
         other statements (criss.qtree.parameters): how often one of a new statement's had
-        been seen before, over the recent queries (one in two assumed before any was
-        counted, as for repeats)."""
-        seen = self._rate("recent_parameter_free_seen", 0.0) + _PRIOR_REPEATS
+        been seen before, over the recent queries. Such chances are few (a new statement
+        with one), so :attr:`new_values_share` counts as ``_PRIOR_QUERIES`` more of them:
+        another statement shares the aggregate only if templates come back under other
+        values, which every query of a template seen before tells (a stream that repeats
+        its statements teaches it with its repeats, where its own chances come rarely)."""
+        prior = _PRIOR_QUERIES * self.new_values_share
+        seen = self._rate("recent_parameter_free_seen", 0.0) + prior
         share = seen / (self._rate("recent_parameter_free", 0.0) + _PRIOR_QUERIES)
         return expected_more(share)
 
