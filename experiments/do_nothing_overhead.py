@@ -19,6 +19,10 @@ Only runs in which Criss cached and reused nothing are compared. Measured on 11d
 thirty-third session).
 
     .venv/bin/python -m experiments.do_nothing_overhead --sf 1 --rounds 2
+
+``--template N`` (repeatable) runs only those templates; ``--explain`` prints, for each run
+in which Criss did nothing, its ``explain`` and the physical plans Spark ran on both paths
+(where they differ, the difference is in the plan and not in Criss's own work).
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ import time
 from pathlib import Path
 
 import criss
-from criss.bridge import optimized_plan
+from criss.bridge import executed_plan, optimized_plan
 from criss.sparksession import local_spark
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
@@ -49,12 +53,18 @@ def _plain(spark, sql: str) -> dict:
     rows = df.collect()
     done = time.perf_counter()
     return {
+        "executed": _executed(df),
         "parse": parsed - started,
         "optimize": optimized - parsed,
         "collect": done - optimized,
         "total": done - started,
         "rows": len(rows),
     }
+
+
+def _executed(df) -> str:
+    """The physical plan Spark ran (AQE's final one, after the action)."""
+    return str(executed_plan(df).toString())
 
 
 def _criss(cs, sql: str) -> dict:
@@ -77,13 +87,15 @@ def _criss(cs, sql: str) -> dict:
         "rows": len(rows),
         "did_nothing": not (counters.get("operators_cached") or counters.get("operators_reused")),
         "counters": {k: v for k, v in counters.items() if v},
+        "explain": cs.explain(df),
+        "executed": _executed(df),
     }
 
 
-def _run(spark, cs, rounds: int) -> list[dict]:
+def _run(spark, cs, rounds: int, templates: list[int], explain: bool) -> list[dict]:
     runs, seed, turn = [], 5000, 0
     for _ in range(rounds):
-        for qid in QUERY_IDS:
+        for qid in templates:
             seed += 1
             spark.sql(statement(qid, seed=seed).sql).collect()  # warm-up, not recorded
             order = PATHS if turn % 2 == 0 else PATHS[::-1]
@@ -99,7 +111,17 @@ def _run(spark, cs, rounds: int) -> list[dict]:
                 f" (planning {pair['criss']['planning']:.3f}s)"
                 f"{'' if pair['criss']['did_nothing'] else ' cached/reused'}"
             )
+            if explain and pair["criss"]["did_nothing"]:
+                _print_plans(pair)
     return runs
+
+
+def _print_plans(pair: dict) -> None:
+    print(pair["criss"]["explain"])
+    same = pair["plain"]["executed"] == pair["criss"]["executed"]
+    print(f"executed plans {'equal' if same else 'differ'} (ids aside, see below)")
+    for path in PATHS:
+        print(f"--- {path}\n{pair[path]['executed']}")
 
 
 def _median(values) -> float:
@@ -142,6 +164,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path)
     parser.add_argument("--option", action="append", default=[], help="name=value for Criss")
+    parser.add_argument("--template", type=int, action="append", help="only these templates")
+    parser.add_argument("--explain", action="store_true", help="print plans of idle runs")
     args = parser.parse_args()
     options = {k: json.loads(v) for k, v in (o.split("=", 1) for o in args.option)}
     spark = local_spark(app_name="do-nothing-overhead")
@@ -149,7 +173,12 @@ def main() -> None:
     cs = criss.session(spark, home=tempfile.mkdtemp(prefix="criss-do-nothing-"), **options)
     for qid in QUERY_IDS[:3]:  # JVM warm-up, not timed
         spark.sql(statement(qid, seed=1).sql).collect()
-    runs = _run(spark, cs, args.rounds)
+    runs = _run(spark, cs, args.rounds, args.template or list(QUERY_IDS), args.explain)
+    if not args.explain:  # plans and explains are for reading, not for the record
+        for pair in runs:
+            for path in PATHS:
+                pair[path].pop("executed")
+            pair["criss"].pop("explain")
     summary = _summary(runs)
     print(json.dumps(summary, indent=1))
     out = args.out or Path(f"experiments/results/issue22/do-nothing-overhead-sf{args.sf}.json")
