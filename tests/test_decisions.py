@@ -304,6 +304,7 @@ def test_every_reason_renders_with_its_numbers():
         "estimated_size": 10.0,
         "expected_repeats": 0.5,
         "expected_reuses": 0.8,
+        "new_values_share": 0.9,
         "expected_gain": 0.2,
         "first_sight_cost": 0.06,
         "texec": 0.1,
