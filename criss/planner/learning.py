@@ -130,8 +130,7 @@ class Learning:
     def repeat_share(self) -> float:
         """Share of the recent queries whose result had been seen before (counted in the
         home: a new application starts from what the last one saw)."""
-        repeats = self._rate("recent_repeats", 0.0) + _PRIOR_REPEATS
-        return repeats / (self._rate("recent_queries", 0.0) + _PRIOR_QUERIES)
+        return self._recent_share(("recent_repeats", "recent_queries"))
 
     @property
     def expected_repeats(self) -> float:
@@ -147,8 +146,7 @@ class Learning:
         """Share of the recent queries of a template seen before that came under values not
         seen before (one in two assumed before any was counted, as for repeats): near 0
         where analysts re-run the same statements, near 1 where parameters drift."""
-        new = self._rate("recent_template_new_values", 0.0) + _PRIOR_REPEATS
-        return new / (self._rate("recent_template_returns", 0.0) + _PRIOR_QUERIES)
+        return self._recent_share(("recent_template_new_values", "recent_template_returns"))
 
     def learn_template_return(self, new_values: bool) -> None:
         """Count a query whose template had been seen before, under other values or not."""
@@ -172,6 +170,11 @@ class Learning:
         """Count a parameter-free aggregate of a new statement that had (or had not) been
         seen before, in another statement."""
         self._count_recent(("recent_parameter_free_seen", "recent_parameter_free"), seen_before)
+
+    def _recent_share(self, names: tuple[str, str]) -> float:
+        """Hits over chances of the recent counts ``names``, one in two assumed besides."""
+        hits, chances = (self._rate(name, 0.0) for name in names)
+        return (hits + _PRIOR_REPEATS) / (chances + _PRIOR_QUERIES)
 
     def _count_recent(self, names: tuple[str, str], hit: bool) -> None:
         """Decay the recent counts ``names`` (hits, chances) and count one chance."""
