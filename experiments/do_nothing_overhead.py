@@ -47,7 +47,7 @@ from criss.workload.tpch.queries import QUERY_IDS, statement
 PATHS = ("plain", "criss")
 
 
-def _plain(spark, sql: str) -> dict:
+def _plain(spark, sql: str, plans: bool) -> dict:
     started = time.perf_counter()
     df = spark.sql(sql)
     parsed = time.perf_counter()
@@ -56,7 +56,7 @@ def _plain(spark, sql: str) -> dict:
     rows = df.collect()
     done = time.perf_counter()
     return {
-        "executed": _executed(df),
+        **({"executed": _executed(df)} if plans else {}),
         "parse": parsed - started,
         "optimize": optimized - parsed,
         "collect": done - optimized,
@@ -70,7 +70,7 @@ def _executed(df) -> str:
     return str(executed_plan(df).toString())
 
 
-def _criss(cs, sql: str) -> dict:
+def _criss(cs, sql: str, plans: bool) -> dict:
     started = time.perf_counter()
     df = cs.sql(sql)
     planned = time.perf_counter()
@@ -90,26 +90,26 @@ def _criss(cs, sql: str) -> dict:
         "rows": len(rows),
         "did_nothing": not (counters.get("operators_cached") or counters.get("operators_reused")),
         "counters": {k: v for k, v in counters.items() if v},
-        "explain": cs.explain(df),
-        "executed": _executed(df),
+        **({"explain": cs.explain(df), "executed": _executed(df)} if plans else {}),
     }
 
 
 def _run(spark, session, rounds: int, templates: list[int], explain: bool) -> list[dict]:
     """Pairs of plain and Criss runs; ``session()``: the Criss session of the next pair."""
-    runs, seed, turn = [], 5000, 0
-    for _ in range(rounds):
-        for qid in templates:
+    runs, seed = [], 5000
+    for round_ in range(rounds):
+        for index, qid in enumerate(templates):
             seed += 1
             spark.sql(statement(qid, seed=seed).sql).collect()  # warm-up, not recorded
-            order = PATHS if turn % 2 == 0 else PATHS[::-1]
-            turn += 1
+            # each template in both orders over the rounds, whatever their number
+            order = PATHS if (index + round_) % 2 == 0 else PATHS[::-1]
             pair = {"query": f"Q{qid}", "first": order[0]}
             cs = session()
             for path in order:
                 seed += 1
                 sql = statement(qid, seed=seed).sql
-                pair[path] = _plain(spark, sql) if path == "plain" else _criss(cs, sql)
+                run = _plain(spark, sql, explain) if path == "plain" else _criss(cs, sql, explain)
+                pair[path] = run
             runs.append(pair)
             print(
                 f"Q{qid:<3} plain {pair['plain']['total']:.3f}s criss {pair['criss']['total']:.3f}s"
@@ -189,11 +189,6 @@ def main() -> None:
     for qid in QUERY_IDS[:3]:  # JVM warm-up, not timed
         spark.sql(statement(qid, seed=1).sql).collect()
     runs = _run(spark, session, args.rounds, args.template or list(QUERY_IDS), args.explain)
-    if not args.explain:  # plans and explains are for reading, not for the record
-        for pair in runs:
-            for path in PATHS:
-                pair[path].pop("executed")
-            pair["criss"].pop("explain")
     summary = _summary(runs)
     print(json.dumps(summary, indent=1))
     out = args.out or Path(f"experiments/results/issue22/do-nothing-overhead-sf{args.sf}.json")
