@@ -20,7 +20,8 @@ it is cached to measure it once it recurs (``min_ref``). A first-seen query's re
 (``eager_results``) is not held to ``min_texec`` (the job that writes it is the query's own
 computation, not an extra one): it is cached when the benefit model says the repeats
 expected of it would pay for it and for what caching on first sight adds to the query's
-time. The expected
+time (under an ``ORDER BY … LIMIT``, building Spark's cache of rows the action would never
+have materialized, as for an operator under the result). The expected
 repeats are measured: how often a query's result had been seen before, over the home's
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
@@ -77,7 +78,13 @@ FIRST_SIGHT_COST = 0.06
 #: whose size was known, each query against the same statement with only its result cached
 #: (the result-cache mode of the same run), added 5.1 s to their actions for 10.0 s of
 #: writes; per operator from -0.8 to +0.8 s, noisy (experiments/results/issue20/session20/).
+#: Over 26 replays of TPC-H streams (sessions 32-36), first occurrences that cached more
+#: than their result added 0.31-0.48 (median per template) of their background write over
+#: the template's result-only ones; Q10's result under its limit, 0.49 over other results
+#: (experiments/results/issue22/session36/first-sight-extras.out).
 IN_ACTION_BUILD_SHARE = 0.5
+#: Operators above a query's result that hand the user's action only some of its rows.
+ROW_LIMITS = frozenset({"GlobalLimit", "LocalLimit", "Offset", "Tail"})
 #: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
 #: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
 BOUNDED_COLUMN_BYTES = 64
@@ -142,10 +149,12 @@ class CachingRules:
         """What storing a result once is priced at: measured, else the disk's bandwidth."""
         return self.write_bandwidth or self.disk_bandwidth
 
-    def build_bandwidth(self, is_result: bool) -> float | None:
-        """What storing an operator under the query's result is priced at when the user's
-        action builds Spark's cache of it on the way (None: storing is writing alone)."""
-        if is_result or self.in_action_build_share <= 0:
+    def build_bandwidth(self, materialized: bool) -> float | None:
+        """What storing an operator is priced at when the user's action builds Spark's
+        cache of rows it would not otherwise materialize (under the query's result, or a
+        result under a limit); None: storing is writing alone (the result's rows, which
+        the action returns, or no cache built in the action)."""
+        if materialized or self.in_action_build_share <= 0:
             return None
         return self.store_bandwidth / (1 + self.in_action_build_share)
 
@@ -202,8 +211,11 @@ def decide_caching(
     """A decision for every operator outside the reused subtrees (their roots excluded)."""
     result = result_node(tree)
     free = set(facts.parameter_free) if rules.eager_parameter_free else set()
+    whole = action_returns_whole(tree, result)
     verdicts = {
-        node.path: _verdict(node, node.path == result.path, facts, rules, node.path in free)
+        node.path: _verdict(
+            node, _Place(node.path == result.path, whole), facts, rules, node.path in free
+        )
         for node in _outside(tree, facts.reused)
     }
     if rules.results_only:
@@ -216,6 +228,32 @@ def decide_caching(
     }
 
 
+def action_returns_whole(root: PlanNode, result: PlanNode) -> bool:
+    """Whether the user's action receives every row of the query's ``result``: no limit
+    between them. Under one (an ``ORDER BY … LIMIT``'s top rows) Spark never materializes
+    the rows below it, so building Spark's cache of them in the action costs what it
+    costs for an operator under the result."""
+    node = root
+    for index in result.path:
+        if node.op in ROW_LIMITS:
+            return False
+        node = node.children[index]
+    return True
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where an operator sits: the query's result or under it, and whether the user's
+    action materializes all of its rows (a result with no limit above it)."""
+
+    is_result: bool
+    whole_result_returned: bool = True
+
+    @property
+    def materialized(self) -> bool:
+        return self.is_result and self.whole_result_returned
+
+
 @dataclass(frozen=True)
 class _Verdict:
     """An operator judged alone: eligible with a score, or not, and why."""
@@ -225,10 +263,12 @@ class _Verdict:
 
 
 def _verdict(
-    node: PlanNode, is_result: bool, facts: QueryFacts, rules: CachingRules, free: bool
+    node: PlanNode, place: _Place, facts: QueryFacts, rules: CachingRules, free: bool
 ) -> _Verdict:
     def no(reason: str, source: str | None = None, **numbers: Any) -> _Verdict:
         return _Verdict(None, Decision(SKIP, reason, numbers, source))
+
+    is_result = place.is_result
 
     if node.uncacheable:
         return no("uncacheable", why=node.uncacheable)
@@ -240,13 +280,14 @@ def _verdict(
     if stats is None:
         return no("not_tracked")
     if stats.has_stats:
-        return _measured_verdict(node, is_result, stats, facts, rules)
-    return _unmeasured_verdict(node, is_result, stats, facts, rules, free)
+        return _measured_verdict(node, place, stats, facts, rules)
+    return _unmeasured_verdict(node, place, stats, facts, rules, free)
 
 
 def _measured_verdict(
-    node: PlanNode, is_result: bool, stats: NodeStats, facts: QueryFacts, rules: CachingRules
+    node: PlanNode, place: _Place, stats: NodeStats, facts: QueryFacts, rules: CachingRules
 ) -> _Verdict:
+    is_result = place.is_result
     source = stats.stats_source or MEASURED
     table = facts.table_rows.get(node.path)
     if not is_result and node.path in facts.table_rows and keeps_most_rows(stats.rows, table):
@@ -256,7 +297,7 @@ def _measured_verdict(
     if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
         numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
         return _Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
-    built = rules.build_bandwidth(is_result)
+    built = rules.build_bandwidth(place.materialized)
     benefit = rules.benefit(stats, built)
     numbers = {
         "benefit": benefit,
@@ -276,12 +317,13 @@ def _measured_verdict(
 
 def _unmeasured_verdict(
     node: PlanNode,
-    is_result: bool,
+    place: _Place,
     stats: NodeStats,
     facts: QueryFacts,
     rules: CachingRules,
     free: bool,
 ) -> _Verdict:
+    is_result = place.is_result
     if not is_result and unprojected_scan(node):
         return _Verdict(None, Decision(SKIP, "unprojected_scan"))
     if not is_result and table_copy(node):
@@ -302,7 +344,8 @@ def _unmeasured_verdict(
         return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if eager:
         recurrence = facts.recurrences.get(node.fingerprint)
-        return _eager_verdict(node, stats, size, numbers, rules, recurrence)
+        built = rules.build_bandwidth(place.materialized)
+        return _eager_verdict(node, stats, size, numbers, rules, recurrence, built)
     if free:
         return _parameter_free_verdict(node, stats, size, numbers, rules)
     return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
@@ -346,12 +389,21 @@ def _eager_verdict(
     numbers: dict[str, Any],
     rules: CachingRules,
     recurrence: TemplateRecurrence | None,
+    built: float | None,
 ) -> _Verdict:
     """A first-seen result, valued by the benefit model with the repeats it can expect
-    (:func:`expected_result_repeats`), less what caching it on first sight adds."""
+    (:func:`expected_result_repeats`), less what caching it on first sight adds: storing
+    it at ``built`` where the action builds rows it would not materialize (under a
+    limit)."""
     repeats, recurred = expected_result_repeats(rules.expected_repeats, recurrence)
-    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, repeats)
-    numbers = {**numbers, "max_rows": max_rows(node), "expected_repeats": repeats, **recurred}
+    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, repeats, built)
+    numbers = {
+        **numbers,
+        "max_rows": max_rows(node),
+        "expected_repeats": repeats,
+        "in_action_build_share": rules.in_action_build_share if built else 0.0,
+        **recurred,
+    }
     if gain <= 0 or measured_score(benefit) is None:
         return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
     score = collect_score(stats.ref, node.height)

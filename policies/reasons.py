@@ -36,7 +36,8 @@ REASONS: Mapping[str, str] = {
         "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "
         "expected {repeats_source} would save {expected_gain:.3f}s more than "
         "caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
-        "~{estimated_size:.0f} bytes)"
+        "~{estimated_size:.0f} bytes; building Spark's cache of rows the action does not "
+        "return adds {in_action_build_share:.0%} of writing them)"
     ),
     "eager_parameter_free": (
         "first seen, cached by the action on an estimate: no value a query chose selects its "
@@ -95,7 +96,8 @@ REASONS: Mapping[str, str] = {
         "{repeats_source} would not pay for caching it (expected gain "
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s "
         "{texec_source}, ~{estimated_size:.0f} bytes; caching on first sight adds "
-        "{first_sight_cost:.0%} of Texec)"
+        "{first_sight_cost:.0%} of Texec, and building Spark's cache of rows the action does "
+        "not return {in_action_build_share:.0%} of writing them)"
     ),
     "eager_parameter_free_no_benefit": (
         "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "
@@ -165,8 +167,10 @@ def describe(decision: Decision) -> str:
         return decision.reason
     try:
         # decisions logged before reads were measured priced them at the calibrated rate,
-        # estimated every Texec from input bytes and every repeat from the home's alone
+        # estimated every Texec from input bytes and every repeat from the home's alone,
+        # and priced storing a first-seen result at writing it alone
         defaults = {
+            "in_action_build_share": 0.0,
             "read_source": "calibrated",
             "texec_source": BYTES_SOURCE,
             "repeats_source": HOME_REPEATS,

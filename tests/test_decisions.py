@@ -243,6 +243,39 @@ def test_the_rows_a_result_can_have_are_bounded_by_its_shape_where_it_bounds_the
     assert max_rows(PlanNode("Join", {}, (one_row, one_row))) is None  # joins: not bounded
 
 
+def test_a_first_seen_result_under_a_limit_pays_for_building_rows_the_action_skips():
+    """Under an ORDER BY … LIMIT the user's action takes the top rows without ever
+    materializing the result below them (TPC-H Q10's 3.5 MB aggregate for 20 rows):
+    caching that result in the action builds Spark's cache of all of them, priced as for
+    an operator under the result. A result the action returns whole is priced at writing
+    it alone, and so is either one where nothing is built in the action."""
+    unseen = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
+    limited = _with_paths(_limit("GlobalLimit", "20", _limit("LocalLimit", "20", _query())))
+    rules = _rules(write_bandwidth=20e6, in_action_build_share=0.5, result_ratio=0.02)
+    top = decide_caching(limited, QueryFacts(unseen, set()), rules)[(0, 0)]
+    whole = decide_caching(_query(), QueryFacts(unseen, set()), rules)[()]
+    assert top.reason == whole.reason == "eager_result"
+    size = whole.numbers["estimated_size"]
+    assert top.numbers["estimated_size"] == size == pytest.approx(240 * MB * 0.02)
+    assert whole.numbers["in_action_build_share"] == 0.0
+    assert top.numbers["in_action_build_share"] == 0.5
+    # storing it costs half as much again: size / 20 MB/s × 0.5 less gain
+    assert whole.numbers["expected_gain"] - top.numbers["expected_gain"] == pytest.approx(
+        size / 20e6 * 0.5
+    )
+    assert "action does not return adds 50% of writing them" in describe(top)
+    nothing_built = _rules(write_bandwidth=20e6, result_ratio=0.02)
+    written = decide_caching(limited, QueryFacts(unseen, set()), nothing_built)[(0, 0)]
+    assert written.numbers["in_action_build_share"] == 0.0
+    assert written.numbers["expected_gain"] == pytest.approx(whole.numbers["expected_gain"])
+
+
+def _with_paths(node: PlanNode, path: tuple[int, ...] = ()) -> PlanNode:
+    """``node`` with every operator's path from it (a tree wrapped in new operators)."""
+    children = tuple(_with_paths(c, (*path, i)) for i, c in enumerate(node.children))
+    return node.with_(path=path, children=children)
+
+
 @pytest.mark.parametrize(
     ("expected_repeats", "action"), [(0.02, SKIP), (0.04, SKIP), (0.3, CACHE), (3.0, CACHE)]
 )
