@@ -264,6 +264,9 @@ def test_a_first_seen_result_under_a_limit_pays_for_building_rows_the_action_ski
         size / 20e6 * 0.5
     )
     assert "action does not return adds 50% of writing them" in describe(top)
+    # logged before the share was a number of theirs: first-seen results were written alone
+    logged = {k: v for k, v in whole.numbers.items() if k != "in_action_build_share"}
+    assert "adds 0% of writing them" in describe(Decision(CACHE, "eager_result", logged))
     nothing_built = _rules(write_bandwidth=20e6, result_ratio=0.02)
     written = decide_caching(limited, QueryFacts(unseen, set()), nothing_built)[(0, 0)]
     assert written.numbers["in_action_build_share"] == 0.0
