@@ -78,10 +78,10 @@ FIRST_SIGHT_COST = 0.06
 #: whose size was known, each query against the same statement with only its result cached
 #: (the result-cache mode of the same run), added 5.1 s to their actions for 10.0 s of
 #: writes; per operator from -0.8 to +0.8 s, noisy (experiments/results/issue20/session20/).
-#: Over 22 replays of TPC-H streams (sessions 32-36), first occurrences that cached more
-#: than their result added 0.36-0.46 of their background write (median per template with
-#: over one such occurrence; Q3's two, -0.02) over the template's result-only ones; Q10's
-#: result under its limit, 0.54 over other results' first occurrences
+#: Over 25 replays of TPC-H streams (sessions 32-36), first occurrences that cached more
+#: than their result added 0.22-0.49 of their background write (median per template with
+#: over two such occurrences) over the template's result-only ones; Q10's result under its
+#: limit, 0.53 over other results' first occurrences
 #: (experiments/results/issue22/session36/first-sight-extras.out).
 IN_ACTION_BUILD_SHARE = 0.5
 #: Operators above a query's result that hand the user's action only some of its rows.
