@@ -55,6 +55,7 @@ from criss.policies.selection import (
     keeps_most_rows,
     measured_score,
 )
+from criss.qtree.canonical import ROW_LIMITS
 from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
@@ -84,8 +85,6 @@ FIRST_SIGHT_COST = 0.06
 #: limit, 0.53 over other results' first occurrences
 #: (experiments/results/issue22/session36/first-sight-extras.out).
 IN_ACTION_BUILD_SHARE = 0.5
-#: Operators above a query's result that hand the user's action only some of its rows.
-ROW_LIMITS = frozenset({"GlobalLimit", "LocalLimit", "Offset", "Tail"})
 #: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
 #: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
 BOUNDED_COLUMN_BYTES = 64
@@ -248,7 +247,7 @@ class _Place:
     action materializes all of its rows (a result with no limit above it)."""
 
     is_result: bool
-    whole_result_returned: bool = True
+    whole_result_returned: bool
 
     @property
     def materialized(self) -> bool:

@@ -318,6 +318,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 
+#: Operators that hand on only a number of their input's rows (a limit, an offset): what
+#: is above them never receives the rest, and they may stop reading their input early.
+ROW_LIMITS = frozenset({"GlobalLimit", "LocalLimit", "Offset", "Tail"})
 #: Operators that hand their input's rows on in the same order.
 ORDER_PASSING = frozenset(
     {"Project", "Filter", "SubqueryAlias", "View", "GlobalLimit", "LocalLimit", "Offset"}

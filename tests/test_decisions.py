@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_canonical_rules import with_paths
 
 from criss.policies import get_policy
 from criss.policies.decisions import (
@@ -250,7 +251,7 @@ def test_a_first_seen_result_under_a_limit_pays_for_building_rows_the_action_ski
     an operator under the result. A result the action returns whole is priced at writing
     it alone, and so is either one where nothing is built in the action."""
     unseen = {fp: _stats(fp, 1) for fp in ("agg", "join", "filt")}
-    limited = _with_paths(_limit("GlobalLimit", "20", _limit("LocalLimit", "20", _query())))
+    limited = with_paths(_limit("GlobalLimit", "20", _limit("LocalLimit", "20", _query())))
     rules = _rules(write_bandwidth=20e6, in_action_build_share=0.5, result_ratio=0.02)
     top = decide_caching(limited, QueryFacts(unseen, set()), rules)[(0, 0)]
     whole = decide_caching(_query(), QueryFacts(unseen, set()), rules)[()]
@@ -271,12 +272,6 @@ def test_a_first_seen_result_under_a_limit_pays_for_building_rows_the_action_ski
     written = decide_caching(limited, QueryFacts(unseen, set()), nothing_built)[(0, 0)]
     assert written.numbers["in_action_build_share"] == 0.0
     assert written.numbers["expected_gain"] == pytest.approx(whole.numbers["expected_gain"])
-
-
-def _with_paths(node: PlanNode, path: tuple[int, ...] = ()) -> PlanNode:
-    """``node`` with every operator's path from it (a tree wrapped in new operators)."""
-    children = tuple(_with_paths(c, (*path, i)) for i, c in enumerate(node.children))
-    return node.with_(path=path, children=children)
 
 
 @pytest.mark.parametrize(

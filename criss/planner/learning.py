@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from criss.policies.decisions import expected_more, stages_of
+from criss.qtree.canonical import ROW_LIMITS
 from criss.qtree.executed import PlannedQuery, standing_in
 from criss.qtree.plan import CACHE_SCAN, RDD_SCAN, PlanNode, within
 from criss.qtree.rewrite import result_node, storable
@@ -39,8 +40,6 @@ DEFAULT_STAGE_SECONDS = 0.1
 #: 0.01 of table file bytes, as assumed while whole files counted, over the share of them
 #: the columns read are (0.25, see ``DEFAULT_SCAN_RATE``).
 DEFAULT_RESULT_RATIO = 0.04
-#: Limits that stop reading their input early unless a Sort is under them.
-_EARLY_STOPS = ("GlobalLimit", "LocalLimit", "Tail", "Offset")
 #: Bytes of Parquet per byte of Spark's default row width (learned from every write; TPC-H
 #: intermediates measured 0.1-0.3 at SF1).
 DEFAULT_PARQUET_RATIO = 0.25
@@ -546,9 +545,9 @@ def _read_partially(tree: PlanNode) -> list[tuple[int, ...]]:
     everything (the top rows are only known at the end)."""
     partial = []
     for node in tree.walk():
-        if node.op in _EARLY_STOPS and node.children:
+        if node.op in ROW_LIMITS and node.children:
             child = node.children[0]
-            while child.op in ("Project", *_EARLY_STOPS) and child.children:
+            while child.op in ("Project", *ROW_LIMITS) and child.children:
                 child = child.children[0]  # ORDER BY ... LIMIT: GlobalLimit(LocalLimit(Sort))
             if child.op != "Sort":
                 partial.append(node.children[0].path)
