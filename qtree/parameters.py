@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from criss.qtree.canonical import LITERAL, SCOPED
+from criss.qtree.canonical import LITERAL, ROW_LIMITS, SCOPED
 from criss.qtree.plan import Expr, PlanNode, highest
 from criss.qtree.rewrite import result_node, storable
 
 #: Operators whose condition selects rows: a literal in it is a value the query chose.
 SELECTING = frozenset({"Filter", "Join"})
-#: Operators that keep a number of rows the query chose.
-LIMITING = frozenset({"GlobalLimit", "LocalLimit", "Offset", "Tail", "Sample"})
+#: Operators that keep a number (or a fraction) of rows the query chose.
+LIMITING = ROW_LIMITS | {"Sample"}
 
 
 def parameter_free_paths(tree: PlanNode) -> set[tuple[int, ...]]:
