@@ -13,29 +13,17 @@ import random
 import statistics
 import sys
 
-from experiments.summary import statement_keys
+from experiments.summary import replica_views, statement_keys
 
 #: Resamples of the replays for the pooled ratio's interval.
 RESAMPLES = 2000
 
 
-def _pairs(data: dict) -> list[tuple[str, str]]:
-    """(plain mode, Criss mode) of each replica: ``spark``/``criss``, ``spark#2``/``criss#2``."""
-    modes = data.get("modes", {})
-    pairs = []
-    for mode in modes:
-        if mode == "criss" or mode.startswith("criss#"):
-            plain = "spark" + mode[len("criss") :]
-            if plain in modes:
-                pairs.append((plain, mode))
-    return pairs
-
-
-def first_sights(data: dict, plain_mode: str, criss_mode: str) -> list[tuple[float, float, bool]]:
+def first_sights(data: dict) -> list[tuple[float, float, bool]]:
     """(plain seconds, Criss seconds, Criss ran after plain) of each statement's first
-    position."""
+    position, in a replay of the two modes (one replica's, see ``replica_views``)."""
     keys = statement_keys(data)
-    plain, criss = data["modes"][plain_mode]["queries"], data["modes"][criss_mode]["queries"]
+    plain, criss = data["modes"]["spark"]["queries"], data["modes"]["criss"]["queries"]
     seen, rows = set(), []
     for key, base, mine in zip(keys, plain, criss, strict=True):
         if key in seen:
@@ -54,9 +42,12 @@ def main(paths: list[str]) -> None:
     replays: list[tuple[str, list[tuple[float, float, bool]]]] = []
     for path in paths:
         data = json.load(open(path))
-        for plain_mode, criss_mode in _pairs(data):
-            name = f"{path.split('/')[-1]} ({criss_mode})"
-            replays.append((name, first_sights(data, plain_mode, criss_mode)))
+        if not {"spark", "criss"} <= set(data.get("modes", {})):
+            continue
+        for replica, view in replica_views(data):
+            if replica != "mean":  # each application pair counts, not their average
+                name = f"{path.split('/')[-1]} ({replica or 1})"
+                replays.append((name, first_sights(view)))
     if not replays:
         print("no replay with plain Spark and Criss")
         return

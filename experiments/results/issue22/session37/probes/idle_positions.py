@@ -12,18 +12,22 @@ import json
 import statistics
 import sys
 
+from criss.workload.replay import base_mode, is_plain
+
+#: Counters of a query at which Criss did something.
+DOING = ("operators_cached", "operators_cached_in_action", "operators_reused", "aggregates_lifted")
+
 
 def _idle(criss: dict) -> bool:
     counters = criss.get("criss") or {}
-    done = ("operators_cached", "operators_reused", "aggregates_lifted")
-    return not any(counters.get(name) for name in (*done, "operators_cached_in_action"))
+    return not any(counters.get(name) for name in DOING)
 
 
 def main(paths: list[str]) -> None:
     for path in paths:
         modes = json.load(open(path))["modes"]
-        plains = [m for m in modes if m == "spark" or m.startswith("spark#")]
-        crisses = [m for m in modes if m == "criss" or m.startswith("criss#")]
+        plains = [m for m in modes if is_plain(m)]
+        crisses = [m for m in modes if base_mode(m) == "criss"]
         for criss_mode in crisses:
             for plain_mode in plains:
                 pairs = [

@@ -11,6 +11,8 @@ import collections
 import json
 import sys
 
+from criss.workload.replay import REPLICA_MARK
+
 
 def main(path: str) -> None:
     modes = json.load(open(path))["modes"]
@@ -20,11 +22,15 @@ def main(path: str) -> None:
         for query in played["queries"]:
             sums[query["query"]][mode] += query["seconds"]
     print("template  " + "  ".join(f"{m:>8}" for m in names) + "  plain diff  Criss diff")
-    order = sorted(sums, key=lambda t: -(sums[t]["spark"] - sums[t].get("spark#2", 0.0)))
-    for template in order:
+
+    def apart(template: str, mode: str) -> float:
+        """The first application of ``mode`` less its second replica, on ``template``."""
         row = sums[template]
-        plain = row["spark"] - row.get("spark#2", row["spark"])
-        criss = row["criss"] - row.get("criss#2", row["criss"])
+        return row[mode] - row.get(f"{mode}{REPLICA_MARK}2", row[mode])
+
+    for template in sorted(sums, key=lambda t: -apart(t, "spark")):
+        row = sums[template]
+        plain, criss = apart(template, "spark"), apart(template, "criss")
         cells = "  ".join(f"{row[m]:8.2f}" for m in names)
         print(f"{template:<8}  {cells}  {plain:+10.2f}  {criss:+10.2f}")
     totals = "  ".join(f"{sum(r[m] for r in sums.values()):8.2f}" for m in names)
