@@ -50,19 +50,25 @@ def oracle_seconds(result: dict[str, Any]) -> float | None:
     return total
 
 
+def first_positions(keys: Iterable[Any]) -> list[int]:
+    """The positions at which each statement (by its key) ran for the first time."""
+    seen: set[Any] = set()
+    firsts = []
+    for position, key in enumerate(keys):
+        if key not in seen:
+            seen.add(key)
+            firsts.append(position)
+    return firsts
+
+
 def split_first_and_repeats(
     queries: list[dict[str, Any]], keys: list[str] | None = None
 ) -> tuple[float, float]:
     """Seconds spent on first occurrences of a statement and on its repeats."""
     keys = keys or [q.get("statement") or (q["query"], q["variant"]) for q in queries]
-    seen: set[Any] = set()
-    first = repeats = 0.0
-    for key, record in zip(keys, queries, strict=True):
-        if key in seen:
-            repeats += record["seconds"]
-        else:
-            seen.add(key)
-            first += record["seconds"]
+    firsts = set(first_positions(keys))
+    first = sum(q["seconds"] for i, q in enumerate(queries) if i in firsts)
+    repeats = sum(q["seconds"] for i, q in enumerate(queries) if i not in firsts)
     return first, repeats
 
 

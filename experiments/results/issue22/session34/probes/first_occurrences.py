@@ -8,16 +8,14 @@ the bytes it wrote).
 import json
 import sys
 
-from experiments.summary import split_first_and_repeats, statement_keys
+from experiments.summary import first_positions, split_first_and_repeats, statement_keys
 
 
 def _firsts(data: dict, keys: list[str]) -> list[tuple]:
     plain, mine = data["modes"]["spark"]["queries"], data["modes"]["criss"]["queries"]
-    seen, rows = set(), []
-    for key, base, query in zip(keys, plain, mine, strict=True):
-        if key in seen:
-            continue
-        seen.add(key)
+    rows = []
+    for position in first_positions(keys):
+        base, query = plain[position], mine[position]
         counters = query["criss"]
         rows.append(
             (

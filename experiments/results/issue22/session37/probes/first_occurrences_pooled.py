@@ -13,7 +13,7 @@ import random
 import statistics
 import sys
 
-from experiments.summary import replica_views, statement_keys
+from experiments.summary import first_positions, replica_views, statement_keys
 
 #: Resamples of the replays for the pooled ratio's interval.
 RESAMPLES = 2000
@@ -22,13 +22,10 @@ RESAMPLES = 2000
 def first_sights(data: dict) -> list[tuple[float, float, bool]]:
     """(plain seconds, Criss seconds, Criss ran after plain) of each statement's first
     position, in a replay of the two modes (one replica's, see ``replica_views``)."""
-    keys = statement_keys(data)
     plain, criss = data["modes"]["spark"]["queries"], data["modes"]["criss"]["queries"]
-    seen, rows = set(), []
-    for key, base, mine in zip(keys, plain, criss, strict=True):
-        if key in seen:
-            continue
-        seen.add(key)
+    rows = []
+    for position in first_positions(statement_keys(data)):
+        base, mine = plain[position], criss[position]
         after = mine.get("turn", 0) > base.get("turn", 0)
         rows.append((base["seconds"], mine["seconds"], after))
     return rows
