@@ -1,4 +1,4 @@
-"""Where ``cs.sql`` spends its time on first-seen statements, and how many py4j round trips
+"""Where ``cs.sql`` spends its time on first-seen statements, and how many JVM round trips
 it makes (each waits for the JVM): cProfile over every template under new values, after
 one untimed round, in one home.
 
@@ -19,8 +19,8 @@ from criss.sparksession import local_spark
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
 
-#: py4j's call of a JVM method (one round trip each, besides attribute look-ups).
-PY4J_CALL = "java_gateway.py:1353(__call__)"
+#: The gateway client's call of a JVM method (one round trip each, besides attribute look-ups).
+JVM_CALL = "java_gateway.py:1353(__call__)"
 
 
 def main() -> None:
@@ -55,18 +55,16 @@ def main() -> None:
             df.collect()
             cs.settle_harvests()
     stats = pstats.Stats(profile)
-    calls = sum(
-        v[1] for k, v in stats.stats.items() if f"{k[0]}:{k[1]}({k[2]})".endswith(PY4J_CALL)
-    )
+    calls = sum(v[1] for k, v in stats.stats.items() if f"{k[0]}:{k[1]}({k[2]})".endswith(JVM_CALL))
     print(
         f"# {statements} first-seen statements (profiled): cs.sql {seconds / statements * 1e3:.1f}"
         f" ms each, Criss's planning {planning / statements * 1e3:.1f} ms, spark.sql alone"
-        f" {parse / statements * 1e3:.1f} ms (unprofiled); {calls / statements:.0f} py4j calls each"
+        f" {parse / statements * 1e3:.1f} ms (unprofiled); {calls / statements:.0f} JVM calls each"
     )
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(45)
     callers = io.StringIO()
-    pstats.Stats(profile, stream=callers).sort_stats("ncalls").print_callers(re.escape(PY4J_CALL))
+    pstats.Stats(profile, stream=callers).sort_stats("ncalls").print_callers(re.escape(JVM_CALL))
     print(out.getvalue())
     print(callers.getvalue())
 
