@@ -4,8 +4,10 @@ application and in turn (session 37 compared two applications: one caching, one 
 Per template and round, four paths run the template, each Criss path in a new home:
 ``plain`` (Spark), ``cached`` (Criss, first-seen results cached by the action: the
 default), ``uncompressed`` (the same, Spark's columnar cache built without compression)
-and ``not-cached`` (Criss with ``eager_results=false``: planning only). The paths take
-turns (a different one first each round and template).
+and ``not-cached`` (Criss with ``eager_results=false``: planning only). The paths run in
+``criss.workload.replay.run_order``'s orders, as a replay's modes do: every permutation in
+turn, so each path runs before each other one equally often (the path that runs earlier
+is the slower one).
 
 ``--values fresh``: every path runs the template under values of its own (new code to
 compile for each, as a stream's first occurrences do); ``--values same``: all paths run one
@@ -25,6 +27,7 @@ from pathlib import Path
 
 import criss
 from criss.sparksession import local_spark
+from criss.workload.replay import run_order
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
 
@@ -69,9 +72,9 @@ def main() -> None:
             warm = statement(qid, seed=seed).sql
             for path in ("plain", "cached") if args.values == "same" else ("plain",):
                 run(spark, path, warm)  # untimed: compiles the code a timed path reuses
-            turn = (round_ + qid) % len(PATHS)
-            line = {"query": f"Q{qid}", "round": round_, "first": PATHS[turn]}
-            for path in PATHS[turn:] + PATHS[:turn]:
+            order = run_order(PATHS, len(pairs))
+            line = {"query": f"Q{qid}", "round": round_, "first": order[0]}
+            for path in order:
                 if args.values == "fresh":
                     seed += 1
                 sql = warm if args.values == "same" else statement(qid, seed=seed).sql

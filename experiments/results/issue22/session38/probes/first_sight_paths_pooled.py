@@ -1,6 +1,8 @@
 """Paired differences between the paths of ``first_sight_paths`` outputs, pooled: per pair
 of paths the mean difference per first sight with its standard error, the median, and the
-ratio of totals with a 90 % interval from resampling the template rounds.
+ratio of totals with a 90 % interval from resampling the template rounds, and the mean
+difference where ``a`` ran before ``b`` and where after (a path that runs earlier runs
+slower: their average is the estimate the order does not bias).
 
     python -m experiments.results.issue22.session38.probes.first_sight_paths_pooled \\
         first-sight-paths-fresh-57e9bf6.out first-sight-paths-same-57e9bf6.out
@@ -25,6 +27,12 @@ def ratio(rows: list[dict], a: str, b: str) -> float:
     return sum(r[a]["seconds"] for r in rows) / sum(r[b]["seconds"] for r in rows)
 
 
+def ran_before(row: dict, a: str, b: str) -> bool:
+    """Whether path ``a`` ran before ``b`` (each line lists the paths in the order run)."""
+    order = list(row)
+    return order.index(a) < order.index(b)
+
+
 def main(paths: list[str]) -> None:
     rows = [json.loads(line) for p in paths for line in open(p) if line.startswith("{")]
     draw = random.Random(1)
@@ -39,6 +47,16 @@ def main(paths: list[str]) -> None:
             f" median {statistics.median(diffs) * 1e3:+.1f} ms; {ratio(rows, a, b):.3f}x"
             f" (90 % {low:.3f}-{high:.3f})"
         )
+        split = [
+            [d for d, r in zip(diffs, rows, strict=True) if ran_before(r, a, b) == first]
+            for first in (True, False)
+        ]
+        if all(split):
+            means = [statistics.fmean(d) * 1e3 for d in split]
+            print(
+                f"  {a} first: {means[0]:+.1f} ms ({len(split[0])}), after {b}:"
+                f" {means[1]:+.1f} ms ({len(split[1])}); order-balanced {sum(means) / 2:+.1f} ms"
+            )
 
 
 if __name__ == "__main__":
