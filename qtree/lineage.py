@@ -432,7 +432,7 @@ def _without_key_checks(side: FilteredSignature, keys: frozenset[str]) -> Filter
 
 def _exact(side: FilteredSignature) -> FilteredSignature:
     """A join input whose filters stay in its rows: they name them with its base."""
-    text = sorted(a.to_json() for a in side.atoms)
+    text = sorted(a.identity() for a in side.atoms)
     return FilteredSignature(
         _digest("exact", side.base, text), side.columns, frozenset(), side.inputs
     )
@@ -477,7 +477,14 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
             return Atom.one_of(inputs[_ordinal(kids[0], inputs)], fields["dataType"], values)
     elif name == "IsNotNull" and len(kids) == 1 and kids[0].cls == ATTRIBUTE:
         return Atom.not_null(inputs[_ordinal(kids[0], inputs)])
-    return Atom.opaque(_key(expr, inputs))
+    return Atom.opaque(_key(expr, inputs), reads=(inputs[o] for o in attribute_ordinals(expr)))
+
+
+def attribute_ordinals(expr: Expr) -> set[int]:
+    """Positions in the operator's input of the attributes ``expr`` reads."""
+    if expr.cls == ATTRIBUTE:
+        return {dict(dict(expr.fields).get("exprId", ())).get("id")}
+    return {o for child in expr.children for o in attribute_ordinals(child)}
 
 
 def _literal(expr: Expr) -> tuple[str, str] | None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -41,13 +41,16 @@ class Atom:
     """One conjunct. ``kind`` is ``compare`` (``column op value``), ``in`` (``column`` in
     ``values``), ``notnull``, or ``opaque`` (``column`` holds the conjunct's canonical text:
     it implies and is implied only by itself). ``data_type`` is the literals' Spark type
-    (its JSON name); values are Catalyst's literal text."""
+    (its JSON name); values are Catalyst's literal text. ``reads``: the columns (lineage) an
+    opaque conjunct reads, which is what applying it again to cached rows needs; not part
+    of what the atom is (two spellings over the same columns are one conjunct)."""
 
     kind: str
     column: str
     op: str = ""
     data_type: str = ""
     values: tuple[str, ...] = ()
+    reads: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
     def compare(cls, column: str, op: str, data_type: str, value: str) -> Atom:
@@ -62,22 +65,27 @@ class Atom:
         return cls("notnull", column)
 
     @classmethod
-    def opaque(cls, text: str) -> Atom:
-        return cls("opaque", text)
+    def opaque(cls, text: str, reads: Iterable[str] = ()) -> Atom:
+        return cls("opaque", text, reads=tuple(sorted(set(reads))))
 
     @property
     def columns(self) -> tuple[str, ...]:
         """The columns (lineage) applying this atom reads; () for an opaque atom, whose
-        columns are not known here."""
+        columns only :attr:`reads` knows (and not for atoms read back from before it)."""
         return () if self.kind == "opaque" else (self.column,)
 
-    def to_json(self) -> list[Any]:
+    def identity(self) -> list[Any]:
+        """What the atom is, as JSON (without :attr:`reads`): keys digest this."""
         return [self.kind, self.column, self.op, self.data_type, list(self.values)]
+
+    def to_json(self) -> list[Any]:
+        return [*self.identity(), list(self.reads)] if self.reads else self.identity()
 
     @classmethod
     def from_json(cls, data: list[Any]) -> Atom:
-        kind, column, op, data_type, values = data
-        return cls(kind, column, op, data_type, tuple(values))
+        kind, column, op, data_type, values = data[:5]
+        reads = tuple(data[5]) if len(data) > 5 else ()
+        return cls(kind, column, op, data_type, tuple(values), reads)
 
 
 def comparable(data_type: str) -> bool:

@@ -232,7 +232,7 @@ def match_subsuming(node: PlanNode, subsumers: Callable[[str], list[tuple[str, S
     if keyed is None:
         return None
     key, shape = keyed
-    found = best_derivation(shape, [c for c in subsumers(key) if c[0] != node.fingerprint])
+    found = best_derivation(shape, [c for c in subsumers(key) if c[0] != node.fingerprint], node)
     if found is None:
         return None
     fingerprint, derivation = found

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from criss.qtree.lineage import (
@@ -42,7 +42,7 @@ from criss.qtree.lineage import (
     object_name,
     output_lineage,
 )
-from criss.qtree.plan import PlanNode
+from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.predicates import Atom, comparable, implies
 
 #: Rule names, as a Reuse, the query record and ``explain`` give them.
@@ -106,10 +106,26 @@ def subsumption_key(node: PlanNode) -> tuple[str, Shape] | None:
 
 @dataclass(frozen=True)
 class Residual:
-    """A conjunct the cached rows still have to satisfy, on cached column ``column``."""
+    """A conjunct the cached rows still have to satisfy, on cached column ``column``; an
+    opaque one (any other condition: a LIKE, an OR, arithmetic) on the cached columns
+    ``reads_at`` (those of its ``atom.reads``), applied as the wanted operator's own
+    Filters state it (:attr:`Derivation.filters`)."""
 
     atom: Atom
     column: int
+    reads_at: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class FilterBinding:
+    """A Filter of the wanted operator whose conjuncts are applied again to the cached
+    rows: its path relative to the wanted operator, and (input position, cached position)
+    for each column of its input the cache holds. Each of its conjuncts that reads only
+    those is applied (one the cache applied already holds on every cached row, so applying
+    it again changes nothing); one that reads another column is one the cache applied."""
+
+    at: tuple[int, ...]
+    inputs: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -132,15 +148,26 @@ class Derivation:
     residual: tuple[Residual, ...]
     grouping: tuple[int, ...] | None
     outputs: tuple[DerivedColumn, ...]
+    #: Where the wanted operator's opaque residual conjuncts are (none without them).
+    filters: tuple[FilterBinding, ...] = ()
 
 
-def derive(wanted: Shape, cached: Shape) -> Derivation | None:
-    """How ``cached`` (same key) serves ``wanted``, or None if it cannot."""
+def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Derivation | None:
+    """How ``cached`` (same key) serves ``wanted``, or None if it cannot. With ``node``
+    (the wanted operator), also where an opaque residual conjunct is applied: without it,
+    a derivation needing one is not made."""
     if wanted.kind != cached.kind or not implies(wanted.atoms, cached.atoms):
         return None
     if wanted.kind == "rows":
-        return _derive_rows(wanted, cached)
-    return _derive_aggregate(wanted, cached)
+        derivation = _derive_rows(wanted, cached)
+        available = _positions(cached.columns)
+    else:
+        derivation = _derive_aggregate(wanted, cached)
+        available = _grouped(cached)
+    if derivation is None or not any(r.atom.kind == "opaque" for r in derivation.residual):
+        return derivation
+    filters = None if node is None else _filter_bindings(node, available, derivation.residual)
+    return None if filters is None else replace(derivation, filters=filters)
 
 
 def _positions(columns: tuple[str, ...]) -> dict[str, int]:
@@ -163,7 +190,12 @@ def _residual_of(
     (an identical conjunct holds for every cached row already)."""
     residual = []
     for atom in sorted(wanted.atoms - cached.atoms, key=lambda a: a.to_json()):
-        if atom.kind == "opaque" or atom.column not in available:
+        if atom.kind == "opaque":
+            if not atom.reads or any(c not in available for c in atom.reads):
+                return None
+            residual.append(Residual(atom, -1, tuple(available[c] for c in atom.reads)))
+            continue
+        if atom.column not in available:
             return None
         if atom.kind != "notnull" and not comparable(atom.data_type):
             return None  # no literal of its type to filter with
@@ -171,9 +203,44 @@ def _residual_of(
     return tuple(residual)
 
 
-def _derive_aggregate(wanted: Shape, cached: Shape) -> Derivation | None:
+def _grouped(cached: Shape) -> dict[str, int]:
+    """The cached aggregate's grouping columns (lineage) and their positions in it."""
     groups = {o.text: i for i, o in reversed(list(enumerate(cached.outputs))) if o.kind == "group"}
-    grouped = {key: groups[key] for key in cached.grouping if key in groups}
+    return {key: groups[key] for key in cached.grouping if key in groups}
+
+
+def _filter_bindings(
+    node: PlanNode, available: dict[str, int], residual: tuple[Residual, ...]
+) -> tuple[FilterBinding, ...] | None:
+    """The Filters under ``node`` (through what its shape looks through) with the cached
+    positions of their input's columns; None unless every opaque ``residual`` conjunct is
+    one of theirs (a join's condition is applied by no Filter)."""
+    bindings: list[FilterBinding] = []
+    found: set[Atom] = set()
+
+    def visit(here: PlanNode, at: tuple[int, ...]) -> None:
+        if here.op == "Filter" and here.children:
+            inputs = output_lineage(here.children[0])
+            condition = here.args.get("condition")
+            if inputs is not None and isinstance(condition, Expr):
+                cached = tuple((i, available[c]) for i, c in enumerate(inputs) if c in available)
+                bindings.append(FilterBinding(at, cached))
+                found.update(condition_atoms(condition, inputs))
+        if here is node or here.op in ROW_OPERATORS:
+            for index, child in enumerate(here.children):
+                if child.op in ROW_OPERATORS:
+                    visit(child, at + (index,))
+
+    try:
+        visit(node, ())
+    except Exception:  # any type: a condition no signature follows is bound to nothing
+        return None
+    opaque = {r.atom for r in residual if r.atom.kind == "opaque"}
+    return tuple(bindings) if opaque <= found else None
+
+
+def _derive_aggregate(wanted: Shape, cached: Shape) -> Derivation | None:
+    grouped = _grouped(cached)
     residual = _residual_of(wanted, cached, grouped)
     if residual is None or any(key not in grouped for key in wanted.grouping):
         return None
@@ -225,12 +292,13 @@ def _rolled_up(
 
 
 def best_derivation(
-    wanted: Shape, candidates: list[tuple[str, Shape]]
+    wanted: Shape, candidates: list[tuple[str, Shape]], node: PlanNode | None = None
 ) -> tuple[str, Derivation] | None:
-    """The first candidate (fingerprint, shape) that can serve ``wanted``, and how;
-    callers order candidates best first (e.g. smallest cached result)."""
+    """The first candidate (fingerprint, shape) that can serve ``wanted`` (the shape of
+    ``node``, where given: see :func:`derive`), and how; callers order candidates best
+    first (e.g. smallest cached result)."""
     for fingerprint, shape in candidates:
-        derivation = derive(wanted, shape)
+        derivation = derive(wanted, shape, node)
         if derivation is not None:
             return fingerprint, derivation
     return None
@@ -241,7 +309,9 @@ def describe_derivation(derivation: Derivation) -> dict[str, Any]:
     :func:`derivation_text`)."""
     return {
         "residual": [
-            [
+            [sorted(r.reads_at), "meet the query's own condition", []]
+            if r.atom.kind == "opaque"
+            else [
                 r.column,
                 "is not null" if r.atom.kind == "notnull" else r.atom.op,
                 list(r.atom.values),
@@ -258,7 +328,8 @@ def derivation_text(data: dict[str, Any]) -> str:
     cached columns (``cN`` is the entry's column N)."""
     parts = []
     conditions = [
-        f"c{column} {op}"
+        _columns_text(column)
+        + f" {op}"
         + (
             ""
             if not values
@@ -282,6 +353,13 @@ def derivation_text(data: dict[str, Any]) -> str:
         if rolled:
             parts.append(", ".join(rolled))
     return "; ".join(parts) or "the cached rows as they are"
+
+
+def _columns_text(column: int | list[int]) -> str:
+    """``c2`` for one cached column, ``c1, c3`` for the columns an opaque condition reads."""
+    if isinstance(column, list):
+        return ", ".join(f"c{c}" for c in column) or "no column"
+    return f"c{column}"
 
 
 # --- lifting: an aggregate at a finer grain, so that its parameters become a roll-up ------------

@@ -136,11 +136,44 @@ def test_rows_need_every_wanted_and_residual_column_in_the_cache():
     narrow = Shape("rows", frozenset({cmp("x", ">", 3)}), columns=("y",))
     assert derive(Shape("rows", frozenset({cmp("x", ">", 5)}), columns=("y",)), narrow) is None
     opaque = Shape("rows", frozenset({cmp("x", ">", 3), Atom.opaque("like")}), columns=("x", "y"))
-    assert derive(opaque, cached) is None
+    assert derive(opaque, cached) is None  # whose columns are not known
     # the same conjunct the cache applied needs no column: it holds for every cached row
     assert (
         derive(Shape("rows", frozenset({cmp("x", ">", 3)}), columns=("y",)), narrow).residual == ()
     )
+
+
+def test_an_opaque_conjunct_is_one_atom_whatever_it_was_read_with():
+    read, unread = Atom.opaque("like", reads=("y", "x")), Atom.opaque("like")
+    assert read == unread and hash(read) == hash(unread) and read.reads == ("x", "y")
+    assert Atom.from_json(read.to_json()).reads == ("x", "y")
+    assert Atom.from_json(read.identity()) == read  # written before reads were kept
+    assert read.identity() == unread.to_json()
+
+
+def test_an_added_condition_of_any_kind_is_applied_where_the_query_states_it():
+    """``x > 3`` cached with x and y; ``x > 3 AND (y = 1 OR x < 9)`` wanted: the OR is
+    applied again from the query's Filter, bound to the cached columns of its input."""
+    equal, below = binary("EqualTo", attr(1), lit(1)), binary("LessThan", attr(0), lit(9))
+    condition = binary("Or", equal, below)
+    both = binary("And", above(3), condition)
+    cached_plan = canonical(project(filter_(relation("a", 2), above(3)), attr(0), attr(1)))
+    wanted_plan = canonical(project(filter_(relation("a", 2), both), attr(1)))
+    cached, wanted = filtered_signature(cached_plan), filtered_signature(wanted_plan)
+    (opaque,) = [a for a in wanted.atoms if a.kind == "opaque"]
+    assert set(opaque.reads) == set(cached.columns)
+    cached_shape = Shape("rows", cached.atoms, columns=cached.columns)
+    wanted_shape = Shape("rows", wanted.atoms, columns=wanted.columns)
+    assert derive(wanted_shape, cached_shape) is None  # not without the query's Filters
+    served = derive(wanted_shape, cached_shape, wanted_plan)
+    assert served.rule == FILTER_SUBSUMPTION
+    (residual,) = served.residual
+    assert residual.atom == opaque and sorted(residual.reads_at) == [0, 1]
+    (binding,) = served.filters
+    assert binding.at == (0,) and sorted(binding.inputs) == [(0, 0), (1, 1)]
+    # a condition on a column the cache dropped is not applied, so it is not served
+    narrow = Shape("rows", cached.atoms, columns=cached.columns[:1])
+    assert derive(Shape("rows", wanted.atoms, columns=()), narrow, wanted_plan) is None
 
 
 def test_shapes_round_trip_through_json():

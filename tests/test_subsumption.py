@@ -126,6 +126,43 @@ SERVED = [
         FILTER_SUBSUMPTION,
     ),
     (
+        "an added LIKE",
+        "select x, s from params_t where x > 3",
+        "select x, s from params_t where x > 3 and s like 'a%'",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "an added OR over NULLs and NaN, and a narrower range",
+        "select x, s, f from params_t where x > 3",
+        "select f, x from params_t where x > 5 and (s = 'c' or f > 0.5)",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "an added NOT of arithmetic",
+        "select x, s from params_t where x > 3",
+        "select s from params_t where x > 3 and not (x % 3 = 1)",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "a condition the cache applied, on a column it dropped",
+        "select x from params_t where s like '%b%' or s is null",
+        "select x from params_t where (s like '%b%' or s is null) and x < 10",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "an added condition on grouping columns",
+        "select g, h, count(distinct v) n, avg(f) a from params_t where g >= 1 group by g, h",
+        "select g, h, count(distinct v) n, avg(f) a from params_t "
+        "where g >= 1 and (h = 'p' or g % 2 = 0) group by g, h",
+        FILTER_SUBSUMPTION,
+    ),
+    (
+        "a roll-up under an added condition on a grouping column",
+        "select g, h, sum(x) sx, count(*) c from params_t where g >= 1 group by g, h",
+        "select h, sum(x) sx, count(*) c from params_t where g >= 1 and g % 2 = 0 group by h",
+        AGGREGATE_ROLLUP,
+    ),
+    (
         "same groups, filter on a grouping column",
         "select g, h, count(distinct v) n, avg(f) a from params_t where g >= 1 group by g, h",
         "select g, h, count(distinct v) n, avg(f) a from params_t where g >= 3 group by g, h",
@@ -183,9 +220,14 @@ NOT_SERVED = [
         "select s from params_t where x > 5",
     ),
     (
-        "a residual it cannot apply",
-        "select x, s from params_t where x > 3",
-        "select x, s from params_t where x > 3 and s like 'a%'",
+        "an added condition on a column the cache lacks",
+        "select x from params_t where x > 3",
+        "select x from params_t where x > 3 and s like 'a%'",
+    ),
+    (
+        "an added condition on a column the groups hide",
+        "select g, sum(x) sx from params_t where g >= 1 group by g",
+        "select g, sum(x) sx from params_t where g >= 1 and (v = 2 or g = 3) group by g",
     ),
     (
         "count distinct to fewer groups",
@@ -205,6 +247,14 @@ def test_a_cached_result_that_does_not_hold_the_answer_is_not_used(cs, spark, na
     _through(cs, spark, cached)
     _, summary = _through(cs, spark, wanted)
     assert _rule_count(summary, FILTER_SUBSUMPTION) == _rule_count(summary, AGGREGATE_ROLLUP) == 0
+
+
+def test_explain_says_which_cached_columns_meet_the_query_condition(cs, spark):
+    _through(cs, spark, "select x, s, d from params_t where x > 3")
+    wanted = "select d from params_t where x > 3 and (s = 'a' or x = 7)"
+    _, summary = _through(cs, spark, wanted)
+    assert _rule_count(summary, FILTER_SUBSUMPTION) == 1
+    assert "c0, c1 meet the query's own condition" in cs.explain(cs.sql(wanted))
 
 
 def test_only_cached_variants_are_decoded_when_looking_for_a_subsumer(cs, spark, monkeypatch):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
     from criss.qtree.predicates import Atom
     from criss.qtree.rewrite import SortKey
-    from criss.qtree.subsume import Derivation, DerivedColumn
+    from criss.qtree.subsume import Derivation, DerivedColumn, FilterBinding
 
 #: Parquet bytes of local-relation read plans kept for reuse (they hold their rows).
 LOCAL_PLANS_BYTES = 64 << 20
@@ -96,7 +96,12 @@ class ReadPlans:
             return F.col(f"`{names[position]}`")
 
         for residual in derivation.residual:
-            read = read.where(residual_condition(cached(residual.column), residual.atom))
+            if residual.atom.kind != "opaque":
+                read = read.where(residual_condition(cached(residual.column), residual.atom))
+        if derivation.filters:
+            read = self._refiltered(original, read, derivation.filters)
+        elif any(r.atom.kind == "opaque" for r in derivation.residual):
+            raise BridgeError("a residual condition with no Filter of the query stating it")
         wanted = original.output()
         if wanted.size() != len(derivation.outputs):
             raise BridgeError(
@@ -129,6 +134,53 @@ class ReadPlans:
         bridge, made = self.bridge, plan.output()
         aliases = [bridge.alias_as(made.apply(i), wanted.apply(i)) for i in range(wanted.size())]
         return bridge.project(bridge.seq(aliases), plan)
+
+    def _refiltered(
+        self, original: Any, read: DataFrame, filters: tuple[FilterBinding, ...]
+    ) -> DataFrame:
+        """``read`` (a cached result's rows, columns by position) where every conjunct of
+        the wanted operator's Filters that reads only cached columns holds, each read from
+        the cached column of its input's (see ``criss.qtree.subsume.FilterBinding``)."""
+        cached = analyzed_plan(read).output()
+        for binding in filters:
+            node = original
+            for index in binding.at:
+                node = node.children().apply(index)
+            if node.nodeName() != "Filter":
+                raise BridgeError(f"the wanted operator has no Filter at {list(binding.at)}")
+            inputs = node.child().output()
+            if any(position >= inputs.size() for position, _ in binding.inputs):
+                raise BridgeError(f"the Filter at {list(binding.at)} has fewer inputs than bound")
+            bound = {}
+            for position, cached_position in binding.inputs:
+                attribute, column = inputs.apply(position), cached.apply(cached_position)
+                if not attribute.dataType().sameType(column.dataType()):
+                    raise BridgeError(
+                        f"cached column {cached_position} is {column.dataType().simpleString()}"
+                        f", the query's {attribute.name()} {attribute.dataType().simpleString()}"
+                    )
+                bound[attribute.exprId().id()] = column
+            for conjunct in _conjuncts(node.condition()):
+                condition = self._rebound(conjunct, bound)
+                if condition is not None:  # else it reads a column the cache applied it to
+                    read = read.where(self.bridge.column(condition))
+        return read
+
+    def _rebound(self, expression: Any, bound: dict[int, Any]) -> Any | None:
+        """``expression`` with each attribute it reads replaced by ``bound[its exprId]``;
+        None when it reads one not there."""
+        if expression.nodeName() == "AttributeReference":
+            return bound.get(expression.exprId().id())
+        children = expression.children()
+        if children.size() == 0:
+            return expression
+        rebuilt = []
+        for index in range(children.size()):
+            child = self._rebound(children.apply(index), bound)
+            if child is None:
+                return None
+            rebuilt.append(child)
+        return expression.withNewChildren(self.bridge.seq(rebuilt))
 
     def read_plan(
         self,
@@ -208,6 +260,14 @@ class ReadPlans:
 
     def forget(self) -> None:
         self._plans.clear()
+
+
+def _conjuncts(condition: Any) -> list[Any]:
+    """The conjuncts of a JVM condition (its ANDs taken apart)."""
+    if condition.nodeName() == "And":
+        children = condition.children()
+        return _conjuncts(children.apply(0)) + _conjuncts(children.apply(1))
+    return [condition]
 
 
 def spark_type(jvm_type: Any) -> Any:
