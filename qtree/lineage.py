@@ -477,14 +477,7 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
             return Atom.one_of(inputs[_ordinal(kids[0], inputs)], fields["dataType"], values)
     elif name == "IsNotNull" and len(kids) == 1 and kids[0].cls == ATTRIBUTE:
         return Atom.not_null(inputs[_ordinal(kids[0], inputs)])
-    return Atom.opaque(_key(expr, inputs), reads=(inputs[o] for o in attribute_ordinals(expr)))
-
-
-def attribute_ordinals(expr: Expr) -> set[int]:
-    """Positions in the operator's input of the attributes ``expr`` reads."""
-    if expr.cls == ATTRIBUTE:
-        return {dict(dict(expr.fields).get("exprId", ())).get("id")}
-    return {o for child in expr.children for o in attribute_ordinals(child)}
+    return Atom.opaque(_key(expr, inputs), reads=(inputs[o] for o in expr.attribute_ids()))
 
 
 def _literal(expr: Expr) -> tuple[str, str] | None:

@@ -158,6 +158,13 @@ class Expr:
     fields: tuple[tuple[str, Any], ...]
     children: tuple[Expr, ...]
 
+    def attribute_ids(self) -> set[Any]:
+        """The ids of the attributes this expression reads: in a canonical plan, their
+        positions in the input of the operator holding it."""
+        if self.cls.endswith(".AttributeReference"):
+            return {dict(dict(self.fields).get("exprId", ())).get("id")}
+        return {i for child in self.children for i in child.attribute_ids()}
+
 
 def is_expression_list(value: Any) -> bool:
     """Catalyst serialises one expression as a non-empty list of dicts with ``class``."""

@@ -151,15 +151,10 @@ class ReadPlans:
             inputs = node.child().output()
             if any(position >= inputs.size() for position, _ in binding.inputs):
                 raise BridgeError(f"the Filter at {list(binding.at)} has fewer inputs than bound")
-            bound = {}
-            for position, cached_position in binding.inputs:
-                attribute, column = inputs.apply(position), cached.apply(cached_position)
-                if not attribute.dataType().sameType(column.dataType()):
-                    raise BridgeError(
-                        f"cached column {cached_position} is {column.dataType().simpleString()}"
-                        f", the query's {attribute.name()} {attribute.dataType().simpleString()}"
-                    )
-                bound[attribute.exprId().id()] = column
+            bound = {
+                inputs.apply(position).exprId().id(): cached.apply(cached_position)
+                for position, cached_position in binding.inputs
+            }
             for conjunct in _conjuncts(node.condition()):
                 condition = self._rebound(conjunct, bound)
                 if condition is not None:  # else it reads a column the cache applied it to
@@ -170,7 +165,14 @@ class ReadPlans:
         """``expression`` with each attribute it reads replaced by ``bound[its exprId]``;
         None when it reads one not there."""
         if expression.nodeName() == "AttributeReference":
-            return bound.get(expression.exprId().id())
+            column = bound.get(expression.exprId().id())
+            if column is not None and not expression.dataType().sameType(column.dataType()):
+                raise BridgeError(
+                    f"the cached column for {expression.name()} is "
+                    f"{column.dataType().simpleString()}, the query's "
+                    f"{expression.dataType().simpleString()}"
+                )
+            return column
         children = expression.children()
         if children.size() == 0:
             return expression
