@@ -252,7 +252,7 @@ def _key(expr: Expr, inputs: tuple[str, ...]) -> str:
 
 
 def _ordinal(attribute: Expr, inputs: tuple[str, ...]) -> int:
-    ordinal = dict(dict(attribute.fields).get("exprId", ())).get("id")
+    ordinal = attribute.attribute_id
     if not isinstance(ordinal, int) or not 0 <= ordinal < len(inputs):
         raise _Unsupported("an attribute outside the operator's input")
     return ordinal

@@ -158,11 +158,18 @@ class Expr:
     fields: tuple[tuple[str, Any], ...]
     children: tuple[Expr, ...]
 
+    @property
+    def attribute_id(self) -> Any:
+        """An attribute's id (None for another expression): in a canonical plan, its
+        position in the input of the operator holding it."""
+        if not self.cls.endswith(".AttributeReference"):
+            return None
+        return dict(dict(self.fields).get("exprId", ())).get("id")
+
     def attribute_ids(self) -> set[Any]:
-        """The ids of the attributes this expression reads: in a canonical plan, their
-        positions in the input of the operator holding it."""
+        """The ids of the attributes this expression reads (see :attr:`attribute_id`)."""
         if self.cls.endswith(".AttributeReference"):
-            return {dict(dict(self.fields).get("exprId", ())).get("id")}
+            return {self.attribute_id}
         return {i for child in self.children for i in child.attribute_ids()}
 
 

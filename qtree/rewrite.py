@@ -118,8 +118,7 @@ def _sort_key(order: Any) -> SortKey | None:
         return None
     child = order.children[0]
     fields = dict(order.fields)
-    expr_id = dict(dict(child.fields).get("exprId", ()))
-    position = expr_id.get("id")
+    position = child.attribute_id
     if not isinstance(position, int) or position < 0:
         return None  # canonical ids are positions in the child's output
     direction = str(dict(fields.get("direction", ())).get("object", ""))

@@ -84,7 +84,7 @@ def _ordinals(values: Iterable[Any]) -> set[int] | None:
         if any(part in value.cls for part in SCOPED):
             return None
         if value.cls == ATTRIBUTE:
-            ordinal = dict(dict(value.fields).get("exprId", ())).get("id")
+            ordinal = value.attribute_id
             if not isinstance(ordinal, int):
                 return None
             found.add(ordinal)

@@ -158,14 +158,11 @@ def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Deriva
     a derivation needing one is not made."""
     if wanted.kind != cached.kind or not implies(wanted.atoms, cached.atoms):
         return None
-    if wanted.kind == "rows":
-        derivation = _derive_rows(wanted, cached)
-        available = _positions(cached.columns)
-    else:
-        derivation = _derive_aggregate(wanted, cached)
-        available = _grouped(cached)
+    rows = wanted.kind == "rows"
+    derivation = _derive_rows(wanted, cached) if rows else _derive_aggregate(wanted, cached)
     if derivation is None or not any(r.atom.kind == "opaque" for r in derivation.residual):
         return derivation
+    available = _positions(cached.columns) if rows else _grouped(cached)
     filters = None if node is None else _filter_bindings(node, available, derivation.residual)
     return None if filters is None else replace(derivation, filters=filters)
 
@@ -226,10 +223,9 @@ def _filter_bindings(
                 cached = tuple((i, available[c]) for i, c in enumerate(inputs) if c in available)
                 bindings.append(FilterBinding(at, cached))
                 found.update(condition_atoms(condition, inputs))
-        if here is node or here.op in ROW_OPERATORS:
-            for index, child in enumerate(here.children):
-                if child.op in ROW_OPERATORS:
-                    visit(child, at + (index,))
+        for index, child in enumerate(here.children):
+            if child.op in ROW_OPERATORS:
+                visit(child, at + (index,))
 
     try:
         visit(node, ())

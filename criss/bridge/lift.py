@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from criss.bridge.plans import conjuncts
 from criss.errors import BridgeError
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ def _rebuilt(
             raise BridgeError(f"no Filter at {path} under the aggregate to lift")
         here = [kids[0].output().apply(p) for p in sites[path]]
         ids = {_id(a) for a in here}
-        kept = [c for c in _conjuncts(node.condition()) if not _on_lifted(c, ids)]
+        kept = [c for c in conjuncts(node.condition()) if not _on_lifted(c, ids)]
         lifted += here
         return _filtered(bridge, kept, kids[0]), lifted
     if _name(node) == "Project":
@@ -130,12 +131,6 @@ def _filtered(bridge: CatalystBridge, conditions: list[Any], child: Any) -> Any:
             condition, conjunct
         )
     return bridge.static("org.apache.spark.sql.catalyst.plans.logical.Filter")(condition, child)
-
-
-def _conjuncts(condition: Any) -> list[Any]:
-    if _name(condition) == "And":
-        return _conjuncts(condition.left()) + _conjuncts(condition.right())
-    return [condition]
 
 
 def _on_lifted(conjunct: Any, ids: set[int]) -> bool:

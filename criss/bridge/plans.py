@@ -79,3 +79,10 @@ def plan_overlap(original: DataFrame, variant: DataFrame, phase: str = "analyzed
     seen = set(subtree_semantic_hashes(original, phase))
     mine = subtree_semantic_hashes(variant, phase)
     return sum(h in seen for h in mine) / len(mine)
+
+
+def conjuncts(condition: Any) -> list[Any]:
+    """The conjuncts of a JVM condition (its ANDs taken apart)."""
+    if str(condition.getClass().getSimpleName()) == "And":
+        return conjuncts(condition.left()) + conjuncts(condition.right())
+    return [condition]

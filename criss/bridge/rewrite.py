@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.capture import PlanNodes
-from criss.bridge.plans import analyzed_plan
+from criss.bridge.plans import analyzed_plan, conjuncts
 from criss.errors import BridgeError
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact, parquet_rows, read_arrow, spark_order
 from criss.storage.tiers import local_file
@@ -155,7 +155,7 @@ class ReadPlans:
                 inputs.apply(position).exprId().id(): cached.apply(cached_position)
                 for position, cached_position in binding.inputs
             }
-            for conjunct in _conjuncts(node.condition()):
+            for conjunct in conjuncts(node.condition()):
                 condition = self._rebound(conjunct, bound)
                 if condition is not None:  # else it reads a column the cache applied it to
                     read = read.where(self.bridge.column(condition))
@@ -262,14 +262,6 @@ class ReadPlans:
 
     def forget(self) -> None:
         self._plans.clear()
-
-
-def _conjuncts(condition: Any) -> list[Any]:
-    """The conjuncts of a JVM condition (its ANDs taken apart)."""
-    if condition.nodeName() == "And":
-        children = condition.children()
-        return _conjuncts(children.apply(0)) + _conjuncts(children.apply(1))
-    return [condition]
 
 
 def spark_type(jvm_type: Any) -> Any:
