@@ -209,13 +209,18 @@ def _grouped(cached: Shape) -> dict[str, int]:
 def _filter_bindings(
     node: PlanNode, available: dict[str, int], residual: tuple[Residual, ...]
 ) -> tuple[FilterBinding, ...] | None:
-    """The Filters under ``node`` (through what its shape looks through) with the cached
-    positions of their input's columns; None unless every opaque ``residual`` conjunct is
-    one of theirs (a join's condition is applied by no Filter)."""
+    """The Filters under ``node`` (through what its shape looks through), lower ones
+    first, with the cached positions of their input's columns; None unless every opaque
+    ``residual`` conjunct is one of theirs (a join's condition is applied by no Filter)."""
     bindings: list[FilterBinding] = []
     found: set[Atom] = set()
 
     def visit(here: PlanNode, at: tuple[int, ...]) -> None:
+        # the lower Filters first, as Spark evaluates them: a condition above is never
+        # evaluated on a row one below drops (a division by a value it excludes would raise)
+        for index, child in enumerate(here.children):
+            if child.op in ROW_OPERATORS:
+                visit(child, at + (index,))
         if here.op == "Filter" and here.children:
             inputs = output_lineage(here.children[0])
             condition = here.args.get("condition")
@@ -223,9 +228,6 @@ def _filter_bindings(
                 cached = tuple((i, available[c]) for i, c in enumerate(inputs) if c in available)
                 bindings.append(FilterBinding(at, cached))
                 found.update(condition_atoms(condition, inputs))
-        for index, child in enumerate(here.children):
-            if child.op in ROW_OPERATORS:
-                visit(child, at + (index,))
 
     try:
         visit(node, ())

@@ -176,6 +176,23 @@ def test_an_added_condition_of_any_kind_is_applied_where_the_query_states_it():
     assert derive(Shape("rows", wanted.atoms, columns=()), narrow, wanted_plan) is None
 
 
+def test_filters_are_applied_again_lower_ones_first():
+    """As Spark evaluates them: a condition above is never evaluated on a row one below
+    drops (under ANSI a division by a value the lower one excludes would raise)."""
+    lower = binary("Or", binary("EqualTo", attr(1), lit(1)), binary("LessThan", attr(0), lit(9)))
+    upper = binary("Or", binary("EqualTo", attr(1), lit(2)), binary("LessThan", attr(0), lit(7)))
+    cached_plan = canonical(project(filter_(relation("a", 2), above(3)), attr(0), attr(1)))
+    stacked = filter_(filter_(filter_(relation("a", 2), above(3)), lower), upper)
+    wanted_plan = canonical(project(stacked, attr(1)))
+    cached, wanted = filtered_signature(cached_plan), filtered_signature(wanted_plan)
+    served = derive(
+        Shape("rows", wanted.atoms, columns=wanted.columns),
+        Shape("rows", cached.atoms, columns=cached.columns),
+        wanted_plan,
+    )
+    assert [b.at for b in served.filters] == [(0, 0, 0), (0, 0), (0,)]
+
+
 def test_shapes_round_trip_through_json():
     assert Shape.loads(CACHED_GROUPS.dumps()) == CACHED_GROUPS
 
