@@ -42,7 +42,7 @@ from criss.qtree.lineage import (
     object_name,
     output_lineage,
 )
-from criss.qtree.plan import Expr, PlanNode
+from criss.qtree.plan import Expr, PlanNode, expression_tree
 from criss.qtree.predicates import Atom, comparable, implies
 
 #: Rule names, as a Reuse, the query record and ``explain`` give them.
@@ -162,9 +162,48 @@ def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Deriva
     derivation = _derive_rows(wanted, cached) if rows else _derive_aggregate(wanted, cached)
     if derivation is None or not any(r.atom.kind == "opaque" for r in derivation.residual):
         return derivation
+    if node is None or (not rows and _reads_merged_values(node, derivation.residual)):
+        return None
     available = _positions(cached.columns) if rows else _grouped(cached)
-    filters = None if node is None else _filter_bindings(node, available, derivation.residual)
+    filters = _filter_bindings(node, available, derivation.residual)
     return None if filters is None else replace(derivation, filters=filters)
+
+
+#: Words of a Catalyst type (its JSON) whose values Spark merges when it groups by them:
+#: -0.0 and 0.0, and every NaN, are one group (``NormalizeFloatingNumbers``), as strings
+#: equal under a collation are; the group's value is one of them.
+_MERGED_WHEN_GROUPED = ("float", "double", "collate")
+
+
+def _reads_merged_values(aggregate: PlanNode, residual: tuple[Residual, ...]) -> bool:
+    """Whether an opaque ``residual`` condition reads a grouping column of ``aggregate``
+    whose groups merge distinct values. Such a condition, applied to the cached groups,
+    sees only the value each group kept, where the query applies it to every row before
+    grouping (``cast(f as string) = '-0.0'`` keeps the rows of -0.0, whose group is 0.0). A
+    range or IN list is not one: Spark compares -0.0 equal to 0.0 and NaN equal to NaN."""
+    reads = {c for r in residual if r.atom.kind == "opaque" for c in r.atom.reads}
+    if not reads:
+        return False
+    signature = aggregate_signature(aggregate)
+    if signature is None:
+        return True
+    expressions = aggregate.args.get("groupingExpressions", [])
+    return any(
+        column in reads and not _exact_values(grouping)
+        for column, grouping in zip(signature.grouping, expressions, strict=True)
+    )
+
+
+def _exact_values(grouping: Any) -> bool:
+    """Whether a grouping expression (an Expr, or Catalyst's flat JSON of one) is a column
+    whose groups each hold one value; a computed one is not known to be."""
+    expr = expression_tree(grouping) if isinstance(grouping, list) else grouping
+    if not isinstance(expr, Expr):
+        return False
+    if expr.attribute_id is None:
+        return False
+    data_type = str(dict(expr.fields).get("dataType", "")).lower()
+    return bool(data_type) and not any(word in data_type for word in _MERGED_WHEN_GROUPED)
 
 
 def _positions(columns: tuple[str, ...]) -> dict[str, int]:
