@@ -154,15 +154,21 @@ class Derivation:
 
 def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Derivation | None:
     """How ``cached`` (same key) serves ``wanted``, or None if it cannot. With ``node``
-    (the wanted operator), also where an opaque residual conjunct is applied: without it,
-    a derivation needing one is not made."""
+    (the wanted operator), also where an opaque residual conjunct is applied, and whether
+    the types of its grouping columns allow the derivation: without it, a derivation
+    needing an opaque residual is not made, and types are not looked at."""
     if wanted.kind != cached.kind or not implies(wanted.atoms, cached.atoms):
         return None
     rows = wanted.kind == "rows"
     derivation = _derive_rows(wanted, cached) if rows else _derive_aggregate(wanted, cached)
-    if derivation is None or not any(r.atom.kind == "opaque" for r in derivation.residual):
+    if derivation is None:
+        return None
+    types = None if rows or node is None else _grouping_types(node)
+    if node is not None and derivation.grouping is not None and _collated(types):
+        return None  # a roll-up's group of equal strings keeps another one than Spark's
+    if not any(r.atom.kind == "opaque" for r in derivation.residual):
         return derivation
-    if node is None or (not rows and _reads_merged_values(node, derivation.residual)):
+    if node is None or (not rows and _reads_merged_values(types, derivation.residual)):
         return None
     available = _positions(cached.columns) if rows else _grouped(cached)
     filters = _filter_bindings(node, available, derivation.residual)
@@ -175,35 +181,53 @@ def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Deriva
 _MERGED_WHEN_GROUPED = ("float", "double", "collate")
 
 
-def _reads_merged_values(aggregate: PlanNode, residual: tuple[Residual, ...]) -> bool:
-    """Whether an opaque ``residual`` condition reads a grouping column of ``aggregate``
-    whose groups merge distinct values. Such a condition, applied to the cached groups,
-    sees only the value each group kept, where the query applies it to every row before
-    grouping (``cast(f as string) = '-0.0'`` keeps the rows of -0.0, whose group is 0.0). A
-    range or IN list is not one: Spark compares -0.0 equal to 0.0 and NaN equal to NaN."""
+def _reads_merged_values(types: dict[str, str] | None, residual: tuple[Residual, ...]) -> bool:
+    """Whether an opaque ``residual`` condition reads a grouping column (of ``types``, as
+    :func:`_grouping_types` gives them) whose groups merge distinct values. Applied to the
+    cached groups, such a condition sees only the value each group kept, where the query
+    applies it to every row before grouping (``cast(f as string) = '-0.0'`` keeps the rows
+    of -0.0, whose group is 0.0). A range or IN list is not one: Spark compares -0.0 equal
+    to 0.0 and NaN equal to NaN."""
     reads = {c for r in residual if r.atom.kind == "opaque" for c in r.atom.reads}
     if not reads:
         return False
-    signature = aggregate_signature(aggregate)
-    if signature is None:
+    if types is None:
         return True
-    expressions = aggregate.args.get("groupingExpressions", [])
     return any(
-        column in reads and not _exact_values(grouping)
-        for column, grouping in zip(signature.grouping, expressions, strict=True)
+        not data_type or any(word in data_type for word in _MERGED_WHEN_GROUPED)
+        for column, data_type in types.items()
+        if column in reads
     )
 
 
-def _exact_values(grouping: Any) -> bool:
-    """Whether a grouping expression (an Expr, or Catalyst's flat JSON of one) is a column
-    whose groups each hold one value; a computed one is not known to be."""
+def _collated(types: dict[str, str] | None) -> bool:
+    """Whether a grouping column is a string under a collation (or the types are unknown):
+    a group of strings equal under it keeps one of them, and which one Spark keeps
+    depends on the rows it saw, so a roll-up of cached groups keeps another ('A' for
+    'a')."""
+    return types is None or any("collate" in data_type for data_type in types.values())
+
+
+def _grouping_types(aggregate: PlanNode) -> dict[str, str] | None:
+    """The Catalyst type of each grouping column of ``aggregate`` (by lineage; ``""`` for a
+    computed one), or None where its signature cannot be followed."""
+    signature = aggregate_signature(aggregate)
+    if signature is None:
+        return None
+    expressions = aggregate.args.get("groupingExpressions", [])
+    return {
+        column: _column_type(grouping)
+        for column, grouping in zip(signature.grouping, expressions, strict=True)
+    }
+
+
+def _column_type(grouping: Any) -> str:
+    """A grouping expression's type (lower case) when it is a column (an Expr, or
+    Catalyst's flat JSON of one); ``""`` for a computed one."""
     expr = expression_tree(grouping) if isinstance(grouping, list) else grouping
-    if not isinstance(expr, Expr):
-        return False
-    if expr.attribute_id is None:
-        return False
-    data_type = str(dict(expr.fields).get("dataType", "")).lower()
-    return bool(data_type) and not any(word in data_type for word in _MERGED_WHEN_GROUPED)
+    if not isinstance(expr, Expr) or expr.attribute_id is None:
+        return ""
+    return str(dict(expr.fields).get("dataType", "")).lower()
 
 
 def _positions(columns: tuple[str, ...]) -> dict[str, int]:

@@ -128,7 +128,7 @@ def _lift_one(
     try:
         sites = lift_sites(node, columns)
         lifted = session.bridge.lifted_aggregate(work.captured.node_at(node.path), sites)
-        found = _cache_lifted(work, view, lifted, shape, key, refusal)
+        found = _cache_lifted(work, view, lifted, node, shape, key, refusal)
         if found is None:
             return None
         fingerprint, derivation, cached = found
@@ -316,10 +316,10 @@ def _serve_lifted(
 
 
 def _cache_lifted(
-    work, view, lifted, shape, key, refusal
+    work, view, lifted, node, shape, key, refusal
 ) -> tuple[str, Derivation, CachedResult | None] | None:
     """Cache the lifted aggregate (a planned query of its own, recorded in the QTree): its
-    fingerprint, how it serves ``shape``, and the relation of Spark's cache the user's
+    fingerprint, how it serves ``node`` (of ``shape``), and the relation of Spark's cache the user's
     action fills with it (None: a job computed and wrote it here, where the action cannot).
     None if it cannot serve or is too large (meta ``refusal`` set: not tried again)."""
     session = work.session
@@ -327,7 +327,7 @@ def _cache_lifted(
     tree = session.canonical_tree(captured)
     top = result_node(tree)
     keyed = subsumption_key(top)
-    derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1])
+    derivation = None if keyed is None or keyed[0] != key else derive(shape, keyed[1], node)
     if derivation is None:
         session.qtree.set_meta(refusal, "cannot serve")
         return None
