@@ -163,16 +163,17 @@ def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Deriva
     derivation = _derive_rows(wanted, cached) if rows else _derive_aggregate(wanted, cached)
     if derivation is None:
         return None
-    types = None if rows or node is None else _grouping_types(node)
-    if node is not None and derivation.grouping is not None and _collated(types):
+    if node is not None and derivation.grouping is not None and _collated(node):
         return None  # a roll-up's group of equal strings keeps another one than Spark's
     if not any(r.atom.kind == "opaque" for r in derivation.residual):
         return derivation
-    if node is None or (not rows and _reads_merged_values(types, derivation.residual)):
+    if node is None:
         return None
     available = _positions(cached.columns) if rows else _grouped(cached)
-    filters = _filter_bindings(node, available, derivation.residual)
-    return None if filters is None else replace(derivation, filters=filters)
+    bound = _filter_bindings(node, available, derivation.residual)
+    if bound is None or (not rows and _reads_merged_values(bound[1], derivation.residual)):
+        return None
+    return replace(derivation, filters=bound[0])
 
 
 #: Words of a Catalyst type (its JSON) whose values Spark merges when it groups by them:
@@ -181,53 +182,49 @@ def derive(wanted: Shape, cached: Shape, node: PlanNode | None = None) -> Deriva
 _MERGED_WHEN_GROUPED = ("float", "double", "collate")
 
 
-def _reads_merged_values(types: dict[str, str] | None, residual: tuple[Residual, ...]) -> bool:
-    """Whether an opaque ``residual`` condition reads a grouping column (of ``types``, as
-    :func:`_grouping_types` gives them) whose groups merge distinct values. Applied to the
-    cached groups, such a condition sees only the value each group kept, where the query
-    applies it to every row before grouping (``cast(f as string) = '-0.0'`` keeps the rows
-    of -0.0, whose group is 0.0). A range or IN list is not one: Spark compares -0.0 equal
-    to 0.0 and NaN equal to NaN."""
-    reads = {c for r in residual if r.atom.kind == "opaque" for c in r.atom.reads}
-    if not reads:
-        return False
-    if types is None:
-        return True
+def _reads_merged_values(types: dict[str, str], residual: tuple[Residual, ...]) -> bool:
+    """Whether an opaque ``residual`` condition reads a column (of ``types``, lineage to
+    Catalyst type, as the query's Filters read them) whose groups merge distinct values.
+    Applied to cached groups, such a condition sees only the value each group kept, where
+    the query applies it to every row before grouping (``cast(f as string) = '-0.0'``
+    keeps the rows of -0.0, whose group is 0.0). A range or IN list is not one: Spark
+    compares -0.0 equal to 0.0 and NaN equal to NaN."""
     return any(
-        not data_type or any(word in data_type for word in _MERGED_WHEN_GROUPED)
-        for column, data_type in types.items()
-        if column in reads
+        _merges(types.get(column, ""))
+        for r in residual
+        if r.atom.kind == "opaque"
+        for column in r.atom.reads
     )
 
 
-def _collated(types: dict[str, str] | None) -> bool:
-    """Whether a grouping column is a string under a collation (or the types are unknown):
-    a group of strings equal under it keeps one of them, and which one Spark keeps
-    depends on the rows it saw, so a roll-up of cached groups keeps another ('A' for
-    'a')."""
-    return types is None or any("collate" in data_type for data_type in types.values())
+def _merges(data_type: str) -> bool:
+    """Whether grouping by values of ``data_type`` (``""``: unknown) may merge distinct ones."""
+    return not data_type or any(word in data_type for word in _MERGED_WHEN_GROUPED)
 
 
-def _grouping_types(aggregate: PlanNode) -> dict[str, str] | None:
-    """The Catalyst type of each grouping column of ``aggregate`` (by lineage; ``""`` for a
-    computed one), or None where its signature cannot be followed."""
-    signature = aggregate_signature(aggregate)
-    if signature is None:
-        return None
-    expressions = aggregate.args.get("groupingExpressions", [])
-    return {
-        column: _column_type(grouping)
-        for column, grouping in zip(signature.grouping, expressions, strict=True)
-    }
+def _collated(aggregate: PlanNode) -> bool:
+    """Whether ``aggregate`` groups by, or aggregates, a string under a collation: a group
+    of strings equal under it keeps one of them (and min or max one of its equals), and
+    which one depends on the rows Spark saw, so a roll-up of cached groups may keep
+    another ('A' for 'a')."""
+    for name in ("groupingExpressions", "aggregateExpressions"):
+        for expression in aggregate.args.get(name, []):
+            expr = expression_tree(expression) if isinstance(expression, list) else expression
+            if not isinstance(expr, Expr) or any(
+                "collate" in data_type for data_type in _attribute_types(expr).values()
+            ):
+                return True
+    return False
 
 
-def _column_type(grouping: Any) -> str:
-    """A grouping expression's type (lower case) when it is a column (an Expr, or
-    Catalyst's flat JSON of one); ``""`` for a computed one."""
-    expr = expression_tree(grouping) if isinstance(grouping, list) else grouping
-    if not isinstance(expr, Expr) or expr.attribute_id is None:
-        return ""
-    return str(dict(expr.fields).get("dataType", "")).lower()
+def _attribute_types(expr: Expr) -> dict[Any, str]:
+    """The Catalyst type (lower case) of each attribute ``expr`` reads, by attribute id."""
+    if expr.attribute_id is not None:
+        return {expr.attribute_id: str(dict(expr.fields).get("dataType", "")).lower()}
+    types: dict[Any, str] = {}
+    for child in expr.children:
+        types.update(_attribute_types(child))
+    return types
 
 
 def _positions(columns: tuple[str, ...]) -> dict[str, int]:
@@ -271,12 +268,14 @@ def _grouped(cached: Shape) -> dict[str, int]:
 
 def _filter_bindings(
     node: PlanNode, available: dict[str, int], residual: tuple[Residual, ...]
-) -> tuple[FilterBinding, ...] | None:
+) -> tuple[tuple[FilterBinding, ...], dict[str, str]] | None:
     """The Filters under ``node`` (through what its shape looks through), lower ones
-    first, with the cached positions of their input's columns; None unless every opaque
-    ``residual`` conjunct is one of theirs (a join's condition is applied by no Filter)."""
+    first, with the cached positions of their input's columns, and the type of each
+    column (lineage) their conditions read; None unless every opaque ``residual``
+    conjunct is one of theirs (a join's condition is applied by no Filter)."""
     bindings: list[FilterBinding] = []
     found: set[Atom] = set()
+    types: dict[str, str] = {}
 
     def visit(here: PlanNode, at: tuple[int, ...]) -> None:
         # the lower Filters first, as Spark evaluates them: a condition above is never
@@ -291,13 +290,15 @@ def _filter_bindings(
                 cached = tuple((i, available[c]) for i, c in enumerate(inputs) if c in available)
                 bindings.append(FilterBinding(at, cached))
                 found.update(condition_atoms(condition, inputs))
+                for position, data_type in _attribute_types(condition).items():
+                    types[inputs[position]] = data_type
 
     try:
         visit(node, ())
     except Exception:  # any type: a condition no signature follows is bound to nothing
         return None
     opaque = {r.atom for r in residual if r.atom.kind == "opaque"}
-    return tuple(bindings) if opaque <= found else None
+    return (tuple(bindings), types) if opaque <= found else None
 
 
 def _derive_aggregate(wanted: Shape, cached: Shape) -> Derivation | None:

@@ -302,6 +302,13 @@ MERGED_GROUPS = [
         0,
     ),
     (
+        "a roll-up under a condition on a collated column it no longer groups by",
+        "select s, count(*) c, sum(v) sv from merged_t where v > 0 group by s",
+        "select count(*) c, sum(v) sv from merged_t where v > 0 and (s collate utf8_binary) = 'a'",
+        AGGREGATE_ROLLUP,
+        0,
+    ),
+    (
         "a roll-up to a double column",
         "select v, f, count(*) c from merged_t where v > 0 group by v, f",
         "select f, count(*) c from merged_t where v > 0 group by f",
