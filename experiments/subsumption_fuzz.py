@@ -1,7 +1,8 @@
 """Differential fuzzing of reuse across parameters on real Spark.
 
 Seeded random pairs of a query and a narrower one (an added condition of any kind, a
-narrower range, fewer groups) over a table of NULLs, NaN, -0.0, infinities, strings under a
+subquery among them, a narrower range, fewer groups; over one table or an inner or left
+join of it with itself) over a table of NULLs, NaN, -0.0, infinities, strings under a
 collation ('A' and 'a' equal), decimals, dates and timestamps. Each pair runs in a Criss
 home of its own (in one home Criss learns that nothing repeats and stops caching
 first-seen results, which leaves nothing to serve the next query), both queries through
@@ -33,6 +34,8 @@ NAN, INF = float("nan"), float("inf")
 DOUBLES = [-0.0, 0.0, NAN, INF, -INF, None, 1.5, -2.25, 3.0, 0.1]
 STRINGS = ["A", "a", "b", "B", None, "ab", "Ab", "", "ba", "c%"]
 VIEW = "fuzz_t"
+#: The same rows under other column names, for joins and subqueries (nothing ambiguous).
+OTHER = "fuzz_u"
 COLUMNS = ["a", "b", "c", "cl", "d", "e", "g", "t"]
 GROUPABLE = ["g", "a", "b", "c", "cl", "d", "e"]
 MEASURES = [
@@ -73,6 +76,9 @@ def make_table(spark, rng: random.Random, rows: int = 400) -> None:
     columns = ["a", "b", "c", "cl collate utf8_lcase as cl", "d", "e", "g", "t"]
     frame.selectExpr(*columns).coalesce(2).write.parquet(path)
     spark.read.parquet(path).createOrReplaceTempView(VIEW)
+    spark.read.parquet(path).selectExpr("a as ua", "c as uc", "g as ug").createOrReplaceTempView(
+        OTHER
+    )
 
 
 def condition(rng: random.Random) -> str:
@@ -117,6 +123,10 @@ def condition(rng: random.Random) -> str:
             f"not (a < {n} and b > 0)",
             "coalesce(a, 0) > 3",
             "case when b > 0 then a else -a end > 2",
+            f"a > (select avg(ua) from {OTHER})",
+            f"c in (select uc from {OTHER} where ug = {rng.randint(0, 4)})",
+            f"exists (select 1 from {OTHER} where ug = g and ua > {n})",
+            f"not exists (select 1 from {OTHER} where uc = c and ua < {n})",
         ]
     )
 
@@ -126,7 +136,15 @@ def pair(rng: random.Random) -> tuple[str, str]:
     roll-up, fewer grouping columns)."""
     base = " and ".join(condition(rng) for _ in range(rng.randint(0, 2))) or "true"
     added = " and ".join(condition(rng) for _ in range(rng.randint(1, 2)))
-    shape = rng.choice(["rows", "aggregate", "rollup"])
+    shape = rng.choice(["rows", "aggregate", "rollup", "join"])
+    if shape == "join":
+        columns = ", ".join(rng.sample(COLUMNS, rng.randint(1, 4)) + ["ua"])
+        join = rng.choice(["join", "left join"])
+        source = f"{VIEW} {join} {OTHER} on g = ug and ua > {rng.randint(-5, 20)}"
+        return (
+            f"select {columns} from {source} where {base}",
+            f"select {columns} from {source} where {base} and {added}",
+        )
     if shape == "rows":
         columns = ", ".join(rng.sample(COLUMNS, rng.randint(2, 6)))
         return (
