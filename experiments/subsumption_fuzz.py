@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import random
+import re
 import shutil
 import tempfile
 from collections import Counter
@@ -131,14 +132,19 @@ def condition(rng: random.Random) -> str:
     )
 
 
-def pair(rng: random.Random) -> tuple[str, str]:
+#: What a pair's queries are: rows of the table, the same groups, fewer groups, or rows of
+#: a join of the table with itself.
+SHAPES = ("rows", "aggregate", "rollup", "join")
+
+
+def pair(rng: random.Random, shapes: tuple[str, ...] = SHAPES) -> tuple[str, str]:
     """A query, and one its result could serve: the same with more conditions (and, for a
     roll-up, fewer grouping columns)."""
     base = " and ".join(condition(rng) for _ in range(rng.randint(0, 2))) or "true"
-    added = " and ".join(condition(rng) for _ in range(rng.randint(1, 2)))
-    shape = rng.choice(["rows", "aggregate", "rollup", "join"])
+    shape = rng.choice(shapes)
     if shape == "join":
         columns = ", ".join(rng.sample(COLUMNS, rng.randint(1, 4)) + ["ua"])
+        added = _added(rng, set(columns.split(", ")))
         join = rng.choice(["join", "left join"])
         source = f"{VIEW} {join} {OTHER} on g = ug and ua > {rng.randint(-5, 20)}"
         return (
@@ -147,11 +153,13 @@ def pair(rng: random.Random) -> tuple[str, str]:
         )
     if shape == "rows":
         columns = ", ".join(rng.sample(COLUMNS, rng.randint(2, 6)))
+        added = _added(rng, set(columns.split(", ")))
         return (
             f"select {columns} from {VIEW} where {base}",
             f"select {columns} from {VIEW} where {base} and {added}",
         )
     keys = rng.sample(GROUPABLE, rng.randint(1, 3))
+    added = _added(rng, set(keys))
     measures = rng.choice(MEASURES)
     wanted = keys if shape == "aggregate" else keys[: max(1, len(keys) - 1)]
     return (
@@ -159,6 +167,27 @@ def pair(rng: random.Random) -> tuple[str, str]:
         f"select {', '.join(wanted)}, {measures} from {VIEW} where {base} and {added} "
         f"group by {', '.join(wanted)}",
     )
+
+
+def _added(rng: random.Random, kept: set[str]) -> str:
+    """1-2 conditions to add, most often ones reading only ``kept`` columns (those the
+    first query's result holds: where reuse across parameters may serve, and so where it
+    may go wrong), else any."""
+    chosen = []
+    for _ in range(rng.randint(1, 2)):
+        text = condition(rng)
+        if rng.random() < 0.7:
+            for _ in range(30):
+                if reads(text) <= kept:
+                    break
+                text = condition(rng)
+        chosen.append(text)
+    return " and ".join(chosen)
+
+
+def reads(text: str) -> set[str]:
+    """The table's columns a condition names (a subquery's own are named otherwise)."""
+    return {column for column in COLUMNS if re.search(rf"\b{column}\b", text)}
 
 
 def _value_key(value):
@@ -203,8 +232,11 @@ def _check(cs, spark, sql: str, report: FuzzReport) -> None:
         )
 
 
-def fuzz(spark, pairs: int, seed: int, on_mismatch=None) -> FuzzReport:
-    """Run ``pairs`` seeded pairs on ``spark``; what differed and what reuse served."""
+def fuzz(
+    spark, pairs: int, seed: int, on_mismatch=None, shapes: tuple[str, ...] = SHAPES
+) -> FuzzReport:
+    """Run ``pairs`` seeded pairs of ``shapes`` on ``spark``; what differed and what reuse
+    served."""
     rng = random.Random(seed)
     make_table(spark, rng)
     report = FuzzReport()
@@ -213,7 +245,7 @@ def fuzz(spark, pairs: int, seed: int, on_mismatch=None) -> FuzzReport:
         cs = criss.session(spark, home=home, lift_aggregates=False)
         try:
             before = len(report.mismatches)
-            for sql in pair(rng):
+            for sql in pair(rng, shapes):
                 _check(cs, spark, sql, report)
             for mismatch in report.mismatches[before:]:
                 if on_mismatch is not None:
