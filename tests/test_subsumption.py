@@ -340,6 +340,29 @@ def test_a_condition_that_tells_apart_what_a_group_merges_is_not_applied_to_grou
         cs.close()
 
 
+def test_a_residual_equality_keeps_negative_zeros_in_cached_files(spark, tmp_path):
+    """A cached result read by Spark from its files (not on the driver): the residual
+    ``b = 0.0`` keeps the rows of -0.0, as Spark's ``=`` does over the table (whose
+    dictionary holds 0.0), though the cached file's dictionary holds -0.0 and not 0.0,
+    which Parquet's dictionary filter would skip."""
+    rows = [(-0.0, 5, None), (1.5, 2, "x"), (-0.0, 3, None), (0.0, 9, None)] * 4
+    path = str(tmp_path / "z")
+    spark.createDataFrame(rows, "b double, a int, c string").coalesce(1).write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("zeros_t")
+    cs = criss.session(
+        spark, home=str(tmp_path / "home"), lift_aggregates=False, local_read_bytes=0
+    )
+    try:
+        _through(cs, spark, "select a, b, c from zeros_t where a in (2, 3, 5)")
+        rows, summary = _through(
+            cs, spark, "select a, b, c from zeros_t where a in (2, 3, 5) and b = 0.0"
+        )
+        assert _rule_count(summary, FILTER_SUBSUMPTION) == 1
+        assert len(rows) == 8
+    finally:
+        cs.close()
+
+
 def test_explain_says_which_cached_columns_meet_the_query_condition(cs, spark):
     _through(cs, spark, "select x, s, d from params_t where x > 3")
     wanted = "select d from params_t where x > 3 and (s = 'a' or x = 7)"

@@ -224,7 +224,15 @@ class ReadPlans:
         elif local_bytes is not None:
             reader = local_dataframe(self.bridge, table, schema)
         else:
-            reader = spark.read.schema(schema).parquet(*files)
+            # Parquet's dictionary filter tests equality as Java does: a query's `b = 0.0`
+            # drops a row group whose dictionary holds -0.0 but not 0.0, rows Spark keeps
+            # (its `=` holds for them). A cached result's row groups are another split of
+            # the rows than the table's, so it would lose rows plain Spark returns.
+            reader = (
+                spark.read.schema(schema)
+                .option("parquet.filter.dictionary.enabled", "false")
+                .parquet(*files)
+            )
         plan = analyzed_plan(reader)
         if local_bytes is not None and values is not None:
             self.local_reads.append((values, time.perf_counter() - started))
