@@ -168,9 +168,16 @@ class Expr:
 
     def attribute_ids(self) -> set[Any]:
         """The ids of the attributes this expression reads (see :attr:`attribute_id`)."""
+        return set(self.attribute_types())
+
+    def attribute_types(self) -> dict[Any, str]:
+        """The Catalyst type (lower case) of each attribute this expression reads, by id."""
         if self.cls.endswith(".AttributeReference"):
-            return {self.attribute_id}
-        return {i for child in self.children for i in child.attribute_ids()}
+            return {self.attribute_id: str(dict(self.fields).get("dataType", "")).lower()}
+        types: dict[Any, str] = {}
+        for child in self.children:
+            types.update(child.attribute_types())
+        return types
 
 
 def is_expression_list(value: Any) -> bool:

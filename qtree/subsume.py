@@ -42,7 +42,7 @@ from criss.qtree.lineage import (
     object_name,
     output_lineage,
 )
-from criss.qtree.plan import Expr, PlanNode, expression_tree
+from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.predicates import Atom, comparable, implies
 
 #: Rule names, as a Reuse, the query record and ``explain`` give them.
@@ -207,24 +207,12 @@ def _collated(aggregate: PlanNode) -> bool:
     of strings equal under it keeps one of them (and min or max one of its equals), and
     which one depends on the rows Spark saw, so a roll-up of cached groups may keep
     another ('A' for 'a')."""
-    for name in ("groupingExpressions", "aggregateExpressions"):
-        for expression in aggregate.args.get(name, []):
-            expr = expression_tree(expression) if isinstance(expression, list) else expression
-            if not isinstance(expr, Expr) or any(
-                "collate" in data_type for data_type in _attribute_types(expr).values()
-            ):
-                return True
-    return False
-
-
-def _attribute_types(expr: Expr) -> dict[Any, str]:
-    """The Catalyst type (lower case) of each attribute ``expr`` reads, by attribute id."""
-    if expr.attribute_id is not None:
-        return {expr.attribute_id: str(dict(expr.fields).get("dataType", "")).lower()}
-    types: dict[Any, str] = {}
-    for child in expr.children:
-        types.update(_attribute_types(child))
-    return types
+    return any(
+        not isinstance(expr, Expr)
+        or any("collate" in data_type for data_type in expr.attribute_types().values())
+        for name in ("groupingExpressions", "aggregateExpressions")
+        for expr in aggregate.args.get(name, [])
+    )
 
 
 def _positions(columns: tuple[str, ...]) -> dict[str, int]:
@@ -290,7 +278,7 @@ def _filter_bindings(
                 cached = tuple((i, available[c]) for i, c in enumerate(inputs) if c in available)
                 bindings.append(FilterBinding(at, cached))
                 found.update(condition_atoms(condition, inputs))
-                for position, data_type in _attribute_types(condition).items():
+                for position, data_type in condition.attribute_types().items():
                     types[inputs[position]] = data_type
 
     try:
