@@ -471,7 +471,7 @@ def _atom(expr: Expr, inputs: tuple[str, ...]) -> Atom:
         values = dict(expr.fields).get("hset")
         if (
             isinstance(values, tuple)
-            and "null" not in values
+            and all(isinstance(v, str) for v in values)  # a NULL (None) among them: opaque
             and isinstance(fields.get("dataType"), str)
         ):
             return Atom.one_of(inputs[_ordinal(kids[0], inputs)], fields["dataType"], values)

@@ -476,10 +476,31 @@ def test_binary_literals_without_a_stable_identity_are_never_cached(tpch, cs):
     assert "binary literal without a stable identity" in cs.explain(cs.sql(sql))
 
 
+#: Ten priorities no order has: with one more value, an IN list becomes an InSet.
+_ABSENT = ", ".join(f"'{k}-NONE'" for k in range(10))
 #: Pairs of queries whose plans differ only in a field Catalyst's JSON writes as null: an
 #: IN list of more than ten literals (an InSet), an inline table's rows (a LocalRelation), a
-#: LIKE's escape character. Each pair once served the first query's rows to the second.
+#: LIKE's escape character; or writes alike for different values: an InSet's NULL and
+#: 'null', an array literal's elements (unquoted), an inline table's strings (unquoted).
+#: Each pair once served the first query's rows to the second.
 LOSSY_PAIRS = {
+    "in-set-null": [
+        f"select o_orderpriority in ({value}, {_ABSENT}) z, count(*) c from orders group by 1"
+        for value in ("null", "'null'")
+    ],
+    "array-literal": [
+        f"select o_orderstatus, count_if(array_contains(array({items}), o_orderpriority)) c "
+        "from orders group by 1"
+        for items in ("'1-URGENT,2-HIGH'", "'1-URGENT', '2-HIGH'")
+    ],
+    "inline-table-strings": [
+        f"select x, y, count(*) c from values {values} as t(x, y) group by x, y"
+        for values in ("('a,b', 'c'), ('d', 'e')", "('a', 'b,c'), ('d', 'e')")
+    ],
+    "inline-table-null": [
+        f"select x, count(*) c from values ({value}), ('a') as t(x) group by x"
+        for value in ("'null'", "cast(null as string)")
+    ],
     "in-set": [
         "select o_orderpriority, count(*) c from orders "
         f"where o_custkey in ({', '.join(str(k) for k in keys)}) group by 1"
@@ -504,10 +525,61 @@ def test_plans_differing_only_where_catalysts_json_is_null_are_not_confused(tpch
     assert_same_rows(_run(cs, first)[0], tpch.sql(first).collect())
     assert cs.last_query_summary().get("operators_reused", 0) >= 1  # the values are known
     expected = tpch.sql(second).collect()
-    assert sorted(map(tuple, expected)) != sorted(map(tuple, tpch.sql(first).collect()))
+    assert sorted(map(repr, expected)) != sorted(map(repr, tpch.sql(first).collect()))
     for _ in range(2):
         rows, summary = _run(cs, second)
         assert_same_rows(rows, expected)
+
+
+def test_a_timestamp_literal_means_another_instant_in_another_time_zone(spark, cs, tmp_path):
+    """Catalyst's JSON writes a timestamp literal as local time in the session's time zone:
+    UTC's and Tokyo's ``timestamp'1970-01-01 10:00:00'`` read alike, nine hours apart."""
+    path = str(tmp_path / "hours")
+    spark.range(48).selectExpr("id", "timestamp_seconds(id * 3600) ts").write.parquet(path)
+    spark.read.parquet(path).createOrReplaceTempView("hours")
+    sql = "select id % 2 odd, count(*) c from hours where ts < timestamp'1970-01-01 10:00:00' "
+    sql += "group by 1"
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    try:
+        spark.conf.set("spark.sql.session.timeZone", "UTC")
+        for _ in range(2):
+            assert_same_rows(_run(cs, sql)[0], spark.sql(sql).collect())
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1
+        spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+        expected = spark.sql(sql).collect()
+        assert sum(row.c for row in expected) == 1  # 01:00 UTC
+        for _ in range(2):
+            assert_same_rows(_run(cs, sql)[0], expected)
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def test_a_result_computed_under_a_setting_spark_reads_at_run_time_is_not_served_under_another(
+    tpch, cs
+):
+    """``spark.sql.mapKeyDedupPolicy`` is written nowhere in the plan: a map with a
+    duplicate key (every order's ship priority is 0) takes the last value under
+    ``LAST_WIN``, and raises under the default ``EXCEPTION``, through Criss too."""
+    sql = (
+        "select m, count(*) c from (select map_from_arrays(array(o_shippriority, 0), "
+        "array(o_orderpriority, 'last'))[0] m from orders) group by m"
+    )
+    try:
+        tpch.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+        for _ in range(2):
+            rows = _run(cs, sql)[0]
+        assert rows == tpch.sql(sql).collect() and rows[0].m == "last"
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1
+        tpch.conf.set("spark.sql.mapKeyDedupPolicy", "EXCEPTION")
+        with pytest.raises(Exception, match="DUPLICATED_MAP_KEY"):
+            tpch.sql(sql).collect()
+        with pytest.raises(Exception, match="DUPLICATED_MAP_KEY"):
+            cs.sql(sql).collect()
+        tpch.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+        assert _run(cs, sql)[0] == rows
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1  # its own entry again
+    finally:
+        tpch.conf.unset("spark.sql.mapKeyDedupPolicy")
 
 
 def test_a_result_computed_without_ansi_mode_is_not_served_to_ansi_mode(tpch, cs):

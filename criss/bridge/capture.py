@@ -18,6 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from criss.bridge.lossy import json_dicts, mark_settings, needs_restoring, restore_lossy_fields
 from criss.errors import BridgeError
 from criss.qtree.plan import PlanNode, tree_from_catalyst_json
 from criss.recent import RecentItems
@@ -35,15 +36,6 @@ _FILE_STATUS = re.compile(
 )
 #: A byte array's value in Catalyst JSON: "[B@" + identity hash.
 _BINARY_VALUE = re.compile(r'"value":"(\[B@[0-9a-f]+)"')
-#: Fields Catalyst's JSON writes as null although they decide what an expression computes
-#: (a Scala Set, Seq of Seqs, Char or row data is not serialised), by class: filled in from
-#: the JVM plan (``restore_lossy_fields``), since two plans differing only there would look
-#: the same and one would be served the other's cached result.
-IN_SET = "org.apache.spark.sql.catalyst.expressions.InSet"
-LIKE = "org.apache.spark.sql.catalyst.expressions.Like"
-EXPAND = "org.apache.spark.sql.catalyst.plans.logical.Expand"
-LOCAL_RELATION = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"
-LOSSY_FIELDS = {IN_SET: "hset", LIKE: "escapeChar", EXPAND: "projections", LOCAL_RELATION: "data"}
 #: A relation of Spark's columnar cache (a user's ``cache()``, or a result Criss has the
 #: user's action compute into Spark's cache).
 IN_MEMORY_RELATION = "org.apache.spark.sql.execution.columnar.InMemoryRelation"
@@ -52,8 +44,6 @@ IN_MEMORY_RELATION = "org.apache.spark.sql.execution.columnar.InMemoryRelation"
 #: temp view's is held anyway; an index pruned to a query's partitions would not be).
 REMEMBERED_RELATIONS = 64
 REMEMBERED_FILES = 2_000
-#: Rows of a local relation whose data are read into its identity (larger: left unknown).
-LOCAL_ROWS_LIMIT = 10_000
 #: A file relation in a plan; one inside a subquery expression is serialised with the
 #: subquery's plan, its ``relation`` null like every file relation's.
 LOGICAL_RELATION = "org.apache.spark.sql.execution.datasources.LogicalRelation"
@@ -100,10 +90,17 @@ class RememberedTrees:
         self.hits = 0
 
     def tree(
-        self, canonical: Any, binary_names: dict[str, str], ansi: bool = False
+        self,
+        canonical: Any,
+        binary_names: dict[str, str],
+        ansi: bool = False,
+        jvm: Any = None,
+        settings: str | None = None,
     ) -> tuple[PlanNode, int | None, bool]:
         """The tree of ``canonical``, the serial number it is remembered under (None if it
-        is not), and whether it holds a binary literal not named in ``binary_names``.
+        is not), and whether it holds a binary literal not named in ``binary_names``
+        (``jvm``: the gateway's view, for restoring what the plan's JSON loses;
+        ``settings``: the session's result settings off their defaults, ``lossy.settings_of``).
 
         The tree holds no file listing or determinism: ``CapturedPlan`` adds those fresh on
         every capture. A plan with an unnamed binary literal is never remembered.
@@ -111,8 +108,8 @@ class RememberedTrees:
         code = int(canonical.hashCode())
         remembered = self._trees.get(code)
         if remembered is not None:
-            jplan, tree, serial = remembered
-            if canonical.equals(jplan):
+            jplan, tree, serial, marked = remembered
+            if marked == settings and canonical.equals(jplan):
                 self.hits += 1
                 return tree, serial, False
         text = canonical.toJSON()
@@ -122,8 +119,9 @@ class RememberedTrees:
             )
         text = _EVAL_MODE.sub(rf'"\1":"{"ANSI" if ansi else "LEGACY"}"', text)
         nodes = json.loads(text)
-        if any(name in text for name in LOSSY_FIELDS):
-            restore_lossy_fields(canonical, nodes)
+        if needs_restoring(text):
+            restore_lossy_fields(PlanNodes(canonical).at, nodes, jvm)
+        mark_settings(nodes, settings)
         tree = tree_from_catalyst_json(nodes)
         if '"[B@' in text:
             return tree, None, True
@@ -135,39 +133,13 @@ class RememberedTrees:
             return tree, None, False
         serial = next(self._serial)
         # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
-        self._trees.put(code, (canonical, tree, serial))
+        self._trees.put(code, (canonical, tree, serial, settings))
         return tree, serial, False
-
-
-def restore_lossy_fields(canonical: Any, nodes: list[dict[str, Any]]) -> None:
-    """Fill in ``nodes``, the canonicalized plan's JSON, what it writes as null of
-    ``LOSSY_FIELDS``, from ``canonical``, the JVM plan: IN sets as their values' sorted
-    text, a LIKE's escape character, an Expand's projections as expression JSON, a local
-    relation's rows as a digest. A field left null (one in a subquery's plan, whose
-    expressions are not this node's) makes the operator uncacheable
-    (``qtree.canonical.mark_lossy_fields``)."""
-    jnodes = PlanNodes(canonical)
-    for path, raw in zip(_preorder_paths(nodes), nodes, strict=True):
-        holders = [e for e in _json_dicts(raw) if _lost(e)]
-        if not holders:
-            continue
-        jnode = jnodes.at(path)
-        expressions = [e for e in holders if e is not raw]
-        if raw in holders:
-            raw[LOSSY_FIELDS[raw["class"]]] = _plan_field(jnode, raw["class"])
-        jvm = [e for e in _jvm_expressions(jnode) if str(e.getClass().getName()) in LOSSY_FIELDS]
-        if len(jvm) != len(expressions):
-            continue  # they cannot be told apart: left null, never cached
-        for holder, expression in zip(expressions, jvm, strict=True):
-            if holder["class"] == IN_SET:
-                holder["hset"] = _in_set_text(expression)
-            elif holder["class"] == LIKE:
-                holder["escapeChar"] = str(expression.escapeChar())
 
 
 def _relation_dicts(value: Any):
     """The file relations in JSON ``value`` (plans of subquery expressions), in order."""
-    return (d for d in _json_dicts(value) if d.get("class") == LOGICAL_RELATION)
+    return (d for d in json_dicts(value) if d.get("class") == LOGICAL_RELATION)
 
 
 def _subquery_relations(jnode: Any) -> list[Any]:
@@ -190,76 +162,6 @@ def _subquery_relations(jnode: Any) -> list[Any]:
 
     plans_of(jnode)
     return found
-
-
-def _lost(element: dict[str, Any]) -> bool:
-    field = LOSSY_FIELDS.get(element.get("class", ""))
-    return field is not None and element.get(field, 0) is None
-
-
-def _plan_field(jnode: Any, cls: str) -> Any:
-    """An Expand's projections (JSON of each expression) or a local relation's rows (a
-    digest of their text; None beyond LOCAL_ROWS_LIMIT rows)."""
-    if cls == EXPAND:
-        projections = jnode.projections()
-        return [
-            [json.loads(row.apply(j).toJSON()) for j in range(row.size())]
-            for row in (projections.apply(i) for i in range(projections.size()))
-        ]
-    data = jnode.data()
-    if data.size() > LOCAL_ROWS_LIMIT:
-        return None
-    return hashlib.sha256(str(data.mkString("\n")).encode()).hexdigest()
-
-
-def _preorder_paths(nodes: list[dict[str, Any]]) -> list[tuple[int, ...]]:
-    """The path of each plan node of Catalyst's pre-order JSON list."""
-    paths: list[tuple[int, ...]] = []
-    position = 0
-
-    def visit(path: tuple[int, ...]) -> None:
-        nonlocal position
-        count = nodes[position].get("num-children", 0)
-        paths.append(path)
-        position += 1
-        for i in range(count):
-            visit(path + (i,))
-
-    visit(())
-    return paths
-
-
-def _json_dicts(value: Any):
-    """Every JSON object in ``value``, in document order (expressions are pre-order lists),
-    but those under ``originalRoot`` (a MultiCommutativeOp's spelling, not a child)."""
-    if isinstance(value, dict):
-        yield value
-        for key, item in value.items():
-            if key != "originalRoot":
-                yield from _json_dicts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _json_dicts(item)
-
-
-def _jvm_expressions(jnode: Any):
-    """The expressions of a JVM plan node in the order its JSON lists them (fields in
-    order, each expression pre-order)."""
-    expressions = jnode.expressions()
-    stack = [expressions.apply(i) for i in reversed(range(expressions.size()))]
-    while stack:
-        expression = stack.pop()
-        yield expression
-        children = expression.children()
-        stack.extend(children.apply(i) for i in reversed(range(children.size())))
-
-
-def _in_set_text(expression: Any) -> list[str]:
-    values = expression.hset().toSeq()
-    return sorted(
-        v if isinstance(v, str) else "null" if v is None else str(v)
-        for v in (values.apply(i) for i in range(values.size()))
-    )
 
 
 class CapturedPlan:

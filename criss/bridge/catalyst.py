@@ -15,6 +15,7 @@ from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
 from criss.bridge.lift import lifted_aggregate, lifted_row_width
+from criss.bridge.lossy import settings_of
 from criss.bridge.plans import optimized_plan
 from criss.bridge.rewrite import ReadPlans, with_replacements
 from criss.bridge.versions import (
@@ -52,6 +53,8 @@ class CatalystBridge:
         jvm = spark._jvm
         self.jvm = jvm
         self._utils = jvm.org.apache.spark.api.python.PythonUtils
+        #: The session's SQL settings (those it runs plans under: ``lossy.RESULT_SETTINGS``).
+        self._sql_conf = spark._jsparkSession.sessionState().conf()
         self._alias = jvm.org.apache.spark.sql.catalyst.expressions.Alias
         self._project = jvm.org.apache.spark.sql.catalyst.plans.logical.Project
         self._dataset = jvm_class(jvm, DATASET_CLASS)
@@ -105,7 +108,8 @@ class CatalystBridge:
         under (None if it is not), and whether it holds a binary literal Criss did not name
         (see RememberedTrees)."""
         ansi = str(self.spark.conf.get("spark.sql.ansi.enabled", "false")).lower() == "true"
-        return self._trees.tree(canonical, self._blooms.names, ansi)
+        settings = settings_of(str(self._sql_conf.getAllConfs().toString()))
+        return self._trees.tree(canonical, self._blooms.names, ansi, self.jvm, settings)
 
     def capture(self, df: DataFrame) -> CapturedPlan:
         """``df``'s optimized plan, captured (see CapturedPlan)."""
