@@ -582,6 +582,33 @@ def test_a_result_computed_under_a_setting_spark_reads_at_run_time_is_not_served
         tpch.conf.unset("spark.sql.mapKeyDedupPolicy")
 
 
+def test_a_try_function_is_never_served_for_its_plain_twin_nor_the_reverse(tpch, cs):
+    """``try_multiply(a, b)`` is ``a * b`` in TRY mode, which Catalyst's plan JSON does not
+    record: without ANSI mode the product wraps around where the try_ form gives NULL, and
+    with it the product raises where the try_ form gives NULL."""
+    big = 1 << 62
+    product = f"select o_orderstatus, max(o_custkey * {big}) m from orders group by 1"
+    tried = product.replace(f"o_custkey * {big}", f"try_multiply(o_custkey, {big})")
+    try:
+        tpch.conf.set("spark.sql.ansi.enabled", "false")
+        for _ in range(2):
+            wrapped = _run(cs, product)[0]
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1
+        expected = tpch.sql(tried).collect()
+        assert sorted(map(repr, expected)) != sorted(map(repr, wrapped))
+        for _ in range(2):
+            rows, summary = _run(cs, tried)
+            assert_same_rows(rows, expected)
+            assert not summary.get("operators_reused") and not summary.get("operators_cached")
+        assert "try_* function" in cs.explain(cs.sql(tried))
+        tpch.conf.set("spark.sql.ansi.enabled", "true")
+        assert_same_rows(_run(cs, tried)[0], tpch.sql(tried).collect())
+        with pytest.raises(Exception, match="ARITHMETIC_OVERFLOW"):
+            cs.sql(product).collect()
+    finally:
+        tpch.conf.unset("spark.sql.ansi.enabled")
+
+
 def test_a_result_computed_without_ansi_mode_is_not_served_to_ansi_mode(tpch, cs):
     sql = "select o_orderpriority, sum(cast(o_clerk as int)) s from orders group by 1"
     tpch.conf.set("spark.sql.ansi.enabled", "false")

@@ -189,6 +189,19 @@ class CapturedPlan:
             # KeyError or TypeError here means Catalyst's JSON changed shape
             raise BridgeError(f"cannot capture the optimized plan: {exc}") from exc
 
+    def refuse(self, reason: str) -> None:
+        """Mark every operator uncacheable for ``reason``: the query is neither served from
+        nor stored in the cache (its statistics are still recorded)."""
+
+        def refused(node: PlanNode) -> PlanNode:
+            return node.with_(
+                children=tuple(refused(c) for c in node.children),
+                uncacheable=node.uncacheable or reason,
+            )
+
+        self.tree = refused(self.tree)
+        self.memo_key = None if self.memo_key is None else (*self.memo_key, reason)
+
     def _memo_key(self, serial: int) -> tuple:
         return (
             serial,

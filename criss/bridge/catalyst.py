@@ -27,6 +27,14 @@ from criss.bridge.versions import (
 )
 from criss.bridge.writethrough import WrittenStep, write_through_plan, written_steps
 
+#: Why a query calling a ``try_*`` function is left to plain Spark. ``try_add(a, b)`` is
+#: ``a + b`` evaluated in TRY mode (NULL on overflow), and ``try_cast`` a cast in TRY mode
+#: (NULL where it cannot convert); Catalyst's plan JSON writes no evaluation mode, so their
+#: fingerprints would be those of ``a + b`` and ``cast``, which raise or wrap around.
+TRY_FUNCTIONS = (
+    "calls a try_* function, whose evaluation mode (TRY) Catalyst's plan JSON does not record"
+)
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -112,8 +120,12 @@ class CatalystBridge:
         return self._trees.tree(canonical, self._blooms.names, ansi, self.jvm, settings)
 
     def capture(self, df: DataFrame) -> CapturedPlan:
-        """``df``'s optimized plan, captured (see CapturedPlan)."""
-        return self.capture_plan(self._optimized(df))
+        """``df``'s optimized plan, captured (see CapturedPlan); a plan of a query calling a
+        ``try_*`` function is never cached nor served (``TRY_FUNCTIONS``)."""
+        captured = self.capture_plan(self._optimized(df))
+        if "try_" in str(df._jdf.queryExecution().analyzed().toString()).lower():
+            captured.refuse(TRY_FUNCTIONS)
+        return captured
 
     def capture_plan(self, optimized: Any, refresh_listings: bool = True) -> CapturedPlan:
         """An optimized logical plan held in the JVM, captured (see CapturedPlan)."""
