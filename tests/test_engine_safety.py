@@ -609,6 +609,27 @@ def test_a_try_function_is_never_served_for_its_plain_twin_nor_the_reverse(tpch,
         tpch.conf.unset("spark.sql.ansi.enabled")
 
 
+def test_a_result_computed_without_ansi_mode_is_not_served_under_sparks_default(tpch, cs):
+    """Spark 4 runs in ANSI mode unless told otherwise: a session that never set
+    ``spark.sql.ansi.enabled`` is not served what an explicit ``false`` computed (Criss
+    once read the unset setting as false)."""
+    sql = "select o_orderpriority, sum(cast(o_clerk as int)) s from orders group by 1"
+    tpch.conf.unset("spark.sql.ansi.enabled")
+    assert tpch.conf.get("spark.sql.ansi.enabled") == "true"
+    try:
+        tpch.conf.set("spark.sql.ansi.enabled", "false")
+        for _ in range(2):
+            assert_same_rows(_run(cs, sql)[0], tpch.sql(sql).collect())  # NULLs
+        assert cs.last_query_summary().get("operators_reused", 0) >= 1
+        tpch.conf.unset("spark.sql.ansi.enabled")
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            tpch.sql(sql).collect()
+        with pytest.raises(Exception, match="CAST_INVALID_INPUT"):
+            cs.sql(sql).collect()
+    finally:
+        tpch.conf.unset("spark.sql.ansi.enabled")
+
+
 def test_a_result_computed_without_ansi_mode_is_not_served_to_ansi_mode(tpch, cs):
     sql = "select o_orderpriority, sum(cast(o_clerk as int)) s from orders group by 1"
     tpch.conf.set("spark.sql.ansi.enabled", "false")

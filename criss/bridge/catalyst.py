@@ -115,7 +115,9 @@ class CatalystBridge:
         """The plain-Python tree of a canonicalized plan, the serial number it is remembered
         under (None if it is not), and whether it holds a binary literal Criss did not name
         (see RememberedTrees)."""
-        ansi = str(self.spark.conf.get("spark.sql.ansi.enabled", "false")).lower() == "true"
+        # the effective mode: ``conf.get(key, default)`` returns ``default`` for a setting
+        # never set, not Spark's default (ANSI on since Spark 4)
+        ansi = bool(self._sql_conf.ansiEnabled())
         settings = settings_of(str(self._sql_conf.getAllConfs().toString()))
         return self._trees.tree(canonical, self._blooms.names, ansi, self.jvm, settings)
 
