@@ -1,0 +1,297 @@
+"""Differential fuzzing of plan identity: statements that return different rows must never
+share the fingerprint Criss would serve one's cached result to the other under.
+
+Seeded random pairs of one statement under two literal values, or under two session
+settings, whose literals are drawn to look alike in text: strings with commas, brackets,
+quotes and the word null; arrays, maps and inline tables of them; timestamps under other
+time zones (and with explicit offsets); doubles (NaN, -0.0, tiny); decimals; a try_ form
+and its plain twin; settings Spark reads at run time. Each pair runs on plain Spark over a
+small table: where the two results differ (rows as multisets, or one raises and the other
+does not), the fingerprints of their results (``criss.qtree.rewrite.result_node``) must
+differ too, unless Criss refuses to cache either. Nothing runs through Criss's cache: the
+capture and canonical form decide identity, so a run checks hundreds of pairs a minute.
+
+    .venv/bin/python -m experiments.identity_fuzz --pairs 500 --seed 1
+
+``tests/test_identity_fuzz.py`` runs a seed in the suite. Runs quoted in RESULTS.md are
+under ``experiments/results/issue20/session41/``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+
+import criss
+from criss.qtree.rewrite import result_node, storable
+
+TABLE = "identity_t"
+STRINGS = ["'a'", "'a,b'", "'b'", "'null'", "''", "' '", "'a]'", "'[a'", "'x''y'", "'a, b'"]
+STRINGS += ["cast(null as string)", "'keys: [a], values: [1]'", "'\\\\'"]
+DOUBLES = ["0.0D", "-0.0D", "double('NaN')", "1.5D", "1e-300D", "double('Infinity')", "0.1D"]
+DECIMALS = ["1.0", "1.00", "0.10", "1.5", "-0.0", "100"]
+TIMESTAMPS = [
+    "timestamp'2024-03-10 05:00:00'",
+    "timestamp'2024-03-10 05:00:00Z'",
+    "timestamp'2024-03-10 05:00:00+09:00'",
+    "timestamp'2024-11-03 01:30:00'",
+    "timestamp'2024-11-03 05:30:00Z'",
+    "timestamp'2024-11-03 06:30:00Z'",
+]
+ZONES = ["UTC", "Asia/Tokyo", "America/New_York", "+05:30"]
+#: Settings that change what a plan returns, with values to draw two of (None: never set,
+#: which is not always what a default passed to ``conf.get`` says: ANSI is on in Spark 4).
+SETTINGS = {
+    "spark.sql.mapKeyDedupPolicy": ("EXCEPTION", "LAST_WIN"),
+    "spark.sql.ansi.enabled": (None, "true", "false"),
+    "spark.sql.legacy.timeParserPolicy": ("CORRECTED", "LEGACY"),
+    "spark.sql.session.timeZone": ("UTC", "Asia/Tokyo"),
+}
+
+
+@dataclass
+class IdentityReport:
+    pairs: int = 0
+    #: Pairs whose two results differ on plain Spark (the ones that can collide).
+    differing: int = 0
+    #: Differing pairs whose results Criss refused to cache (no reuse: no collision).
+    refused: int = 0
+    #: Differing pairs whose result fingerprints are equal: a cache would confuse them.
+    collisions: list[str] = field(default_factory=list)
+
+
+def make_table(spark, path: str) -> None:
+    """``TABLE`` under ``path``: a few rows of the strings, doubles and timestamps the
+    literals mimic."""
+    rows = ", ".join(
+        f"({i}, {STRINGS[i % len(STRINGS)]}, {DOUBLES[i % len(DOUBLES)]}, "
+        f"timestamp_seconds(1710046800 + {i * 3600 - 12 * 3600}), "
+        f"cast({DECIMALS[i % len(DECIMALS)]} as decimal(6,2)))"
+        for i in range(24)
+    )
+    spark.sql(f"select * from values {rows} as t(i, s, d, ts, n)").write.parquet(path + "/t")
+    spark.read.parquet(path + "/t").createOrReplaceTempView(TABLE)
+
+
+def _strings(rng: random.Random, low: int, high: int) -> str:
+    return ", ".join(rng.choice(STRINGS) for _ in range(rng.randint(low, high)))
+
+
+def _literal_pair(rng: random.Random, pool: list[str]) -> tuple[str, str]:
+    first = rng.choice(pool)
+    return first, rng.choice([v for v in pool if v != first])
+
+
+def _array(rng: random.Random) -> str:
+    return f"array({_strings(rng, 1, 3)})"
+
+
+#: Plain words whose joins and spellings Catalyst's text confuses.
+WORDS = ["a", "b", "c", "null", "a,b"]
+
+
+def _confusable(rng: random.Random, size: int) -> tuple[list[str], list[str]]:
+    """Two lists of SQL strings whose unquoted text reads alike: adjacent words joined by
+    a comma in one, apart in the other; or 'null' in one where the other has NULL."""
+    words = [rng.choice(WORDS) for _ in range(size + 1)]
+    if rng.random() < 0.5:
+        cut = rng.randrange(size)
+        joined = [*words[:cut], words[cut] + "," + words[cut + 1], *words[cut + 2 :]]
+        apart = words
+    else:
+        joined = [*words[:-1], "null"]
+        apart = [*words[:-1], None]
+    quote = lambda w: "cast(null as string)" if w is None else f"'{w}'"  # noqa: E731
+    return [quote(w) for w in joined], [quote(w) for w in apart]
+
+
+def _look_alike(rng: random.Random, kind: str) -> tuple[str, str] | None:
+    """Half the time, two literals of ``kind`` whose text Catalyst writes alike."""
+    if rng.random() < 0.5:
+        return None
+    one, other = _confusable(rng, rng.randint(1, 3))
+    if kind == "array":
+        return f"array({', '.join(one)})", f"array({', '.join(other)})"
+    if kind == "values":
+        rows = [one[:2], other[:2]] if len(one) >= 2 and len(other) >= 2 else None
+        if rows is None:
+            return None
+        return (f"({a[0]}, {a[1]})" for a in rows)
+    return None
+
+
+def statements(rng: random.Random) -> tuple[str, str, dict, dict]:
+    """Two statements and the settings each runs under."""
+    kind = rng.choice(
+        ["string", "array", "map", "in-set", "values", "double", "decimal", "timestamp",
+         "zone", "try", "setting"]
+    )  # fmt: skip
+    same: dict[str, str] = {}
+    if kind == "string":
+        a, b = _literal_pair(rng, STRINGS)
+        template = rng.choice(
+            ["select i from {t} where s = {v}", "select i, concat(s, {v}) z from {t}",
+             "select i, coalesce(s, {v}) z from {t}"]
+        )  # fmt: skip
+        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+    if kind in ("array", "map"):
+        a, b = _look_alike(rng, "array") or (_array(rng), _array(rng))
+        if kind == "array":
+            template = rng.choice(
+                ["select i from {t} where array_contains({v}, s)",
+                 "select i, array_position({v}, s) z from {t}", "select i, {v} z from {t}"]
+            )  # fmt: skip
+        else:
+            a, b = (f"map_from_arrays({x}, transform({x}, (e, k) -> k))" for x in (a, b))
+            template = "select i, element_at({v}, s) z from {t}"
+            same = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
+        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+    if kind == "in-set":
+        absent = ", ".join(f"'{k}-none'" for k in range(10))
+        a, b = _literal_pair(rng, STRINGS)
+        template = "select i, s in ({v}, " + absent + ") z from {t}"
+        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+    if kind == "values":
+        a, b = _look_alike(rng, "values") or (
+            ", ".join(f"({_strings(rng, 2, 2)})" for _ in range(rng.randint(1, 3)))
+            for _ in range(2)
+        )
+        template = "select x, y, count(*) c from values {v} as v(x, y) group by x, y"
+        return template.format(v=a), template.format(v=b), same, same
+    if kind in ("double", "decimal"):
+        a, b = _literal_pair(rng, DOUBLES if kind == "double" else DECIMALS)
+        column = "d" if kind == "double" else "n"
+        template = rng.choice(
+            ["select i, {c} / {v} z from {t}", "select i from {t} where {c} = {v}",
+             "select i, greatest({c}, {v}) z from {t}"]
+        )  # fmt: skip
+        first, second = (template.format(t=TABLE, c=column, v=v) for v in (a, b))
+        return first, second, same, same
+    if kind in ("timestamp", "zone"):
+        a, b = _literal_pair(rng, TIMESTAMPS)
+        template = rng.choice(
+            ["select i from {t} where ts < {v}", "select i, unix_micros({v}) z from {t}",
+             "select i, ts = {v} z from {t}"]
+        )  # fmt: skip
+        if kind == "zone":
+            sql = template.format(t=TABLE, v=a)
+            one, other = _literal_pair(rng, [f"'{z}'" for z in ZONES])
+            zone = "spark.sql.session.timeZone"
+            return sql, sql, {zone: one.strip("'")}, {zone: other.strip("'")}
+        zone = {"spark.sql.session.timeZone": rng.choice(ZONES)}
+        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), zone, zone
+    if kind == "try":
+        value = rng.choice(["9223372036854775807", "2", "4611686018427387904"])
+        plain = f"select i, i * {value} * {value} z from {TABLE}"
+        tried = f"select i, try_multiply(i * {value}, {value}) z from {TABLE}"
+        ansi = {"spark.sql.ansi.enabled": rng.choice(["true", "false"])}
+        return plain, tried, ansi, ansi
+    key = rng.choice(sorted(SETTINGS))
+    sql = rng.choice(
+        [f"select i, map_from_arrays(array(s, s), array(i, 0))[s] z from {TABLE} where s > ''",
+         f"select i, cast(s as int) z from {TABLE}",
+         f"select i, to_timestamp(concat('2024-3-', i + 1), 'yyyy-M-d') z from {TABLE}",
+         f"select i, hour(ts) z from {TABLE}"]
+    )  # fmt: skip
+    one, other = _literal_pair(rng, list(SETTINGS[key]))
+    return sql, sql, {key: one}, {key: other}
+
+
+def _under(spark, settings: dict[str, str | None], work):
+    """``work()`` with the session's ``settings`` set (None: unset), then restored."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    try:
+        for key, value in settings.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+        return work()
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _outcome(spark, sql: str) -> tuple[str, ...]:
+    """The statement's rows as sorted text, or the error class it raised."""
+    try:
+        return tuple(sorted(repr(tuple(row)) for row in spark.sql(sql).collect()))
+    except Exception as exc:  # noqa: BLE001 - any type: what plain Spark does is the outcome
+        return ("raised", type(exc).__name__)
+
+
+def _identity(cs, sql: str) -> str | None:
+    """The fingerprint Criss would cache the statement's result under; None if refused
+    (or if planning raises: Criss then leaves the statement to plain Spark)."""
+    try:
+        captured = cs.bridge.capture(cs.spark.sql(sql))
+    except Exception:  # noqa: BLE001 - any type: nothing is cached for it
+        return None
+    result = result_node(cs.canonical_tree(captured))
+    return result.fingerprint if storable(result) else None
+
+
+def check(cs, spark, rng: random.Random, report: IdentityReport) -> None:
+    """One seeded pair: if plain Spark's outcomes differ, the identities must too."""
+    first, second, settings_one, settings_other = statements(rng)
+    outcomes, identities = [], []
+    for sql, settings in ((first, settings_one), (second, settings_other)):
+        outcomes.append(_under(spark, settings, lambda sql=sql: _outcome(spark, sql)))
+        identities.append(_under(spark, settings, lambda sql=sql: _identity(cs, sql)))
+    report.pairs += 1
+    if outcomes[0] == outcomes[1]:
+        return
+    report.differing += 1
+    if None in identities:
+        report.refused += 1
+    elif identities[0] == identities[1]:
+        report.collisions.append(
+            f"{first} {settings_one}\n  {second} {settings_other}\n"
+            f"  outcomes {outcomes[0][:3]} vs {outcomes[1][:3]}"
+        )
+
+
+def fuzz(spark, pairs: int, seed: int, on_collision=None) -> IdentityReport:
+    """``pairs`` seeded pairs on ``spark``; what collided."""
+    rng = random.Random(seed)
+    scratch = tempfile.mkdtemp(prefix="criss-identity-")
+    make_table(spark, scratch)
+    report = IdentityReport()
+    cs = criss.session(spark, home=scratch + "/home")
+    try:
+        for _ in range(pairs):
+            before = len(report.collisions)
+            check(cs, spark, rng, report)
+            for collision in report.collisions[before:]:
+                if on_collision is not None:
+                    on_collision(collision)
+    finally:
+        cs.close()
+        spark.catalog.dropTempView(TABLE)
+        shutil.rmtree(scratch, ignore_errors=True)
+    return report
+
+
+def main() -> None:
+    from criss.sparksession import local_spark
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pairs", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    spark = local_spark(app_name="identity-fuzz")
+    report = fuzz(spark, args.pairs, args.seed, on_collision=print)
+    print(
+        f"# seed {args.seed}: {report.pairs} pairs, {report.differing} with different "
+        f"results, {report.refused} of them refused, {len(report.collisions)} collisions"
+    )
+
+
+if __name__ == "__main__":
+    main()
