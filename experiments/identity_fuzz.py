@@ -123,72 +123,84 @@ def _look_alike(rng: random.Random, kind: str) -> tuple[str, str] | None:
     return None
 
 
-def statements(rng: random.Random) -> tuple[str, str, dict, dict]:
-    """Two statements and the settings each runs under."""
-    kind = rng.choice(
-        ["string", "array", "map", "in-set", "values", "double", "decimal", "timestamp",
-         "zone", "try", "setting"]
+#: Two statements and the settings each runs under.
+Pair = tuple[str, str, dict, dict]
+
+
+def _strings_pair(rng: random.Random, kind: str) -> Pair:
+    a, b = _literal_pair(rng, STRINGS)
+    template = rng.choice(
+        ["select i from {t} where s = {v}", "select i, concat(s, {v}) z from {t}",
+         "select i, coalesce(s, {v}) z from {t}"]
     )  # fmt: skip
+    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), {}, {}
+
+
+def _collections_pair(rng: random.Random, kind: str) -> Pair:
+    a, b = _look_alike(rng, "array") or (_array(rng), _array(rng))
     same: dict[str, str] = {}
-    if kind == "string":
-        a, b = _literal_pair(rng, STRINGS)
+    if kind == "array":
         template = rng.choice(
-            ["select i from {t} where s = {v}", "select i, concat(s, {v}) z from {t}",
-             "select i, coalesce(s, {v}) z from {t}"]
+            ["select i from {t} where array_contains({v}, s)",
+             "select i, array_position({v}, s) z from {t}", "select i, {v} z from {t}"]
         )  # fmt: skip
-        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
-    if kind in ("array", "map"):
-        a, b = _look_alike(rng, "array") or (_array(rng), _array(rng))
-        if kind == "array":
-            template = rng.choice(
-                ["select i from {t} where array_contains({v}, s)",
-                 "select i, array_position({v}, s) z from {t}", "select i, {v} z from {t}"]
-            )  # fmt: skip
-        else:
-            a, b = (f"map_from_arrays({x}, transform({x}, (e, k) -> k))" for x in (a, b))
-            template = "select i, element_at({v}, s) z from {t}"
-            same = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
-        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
-    if kind == "in-set":
-        absent = ", ".join(f"'{k}-none'" for k in range(10))
-        a, b = _literal_pair(rng, STRINGS)
-        template = "select i, s in ({v}, " + absent + ") z from {t}"
-        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
-    if kind == "values":
-        a, b = _look_alike(rng, "values") or (
-            ", ".join(f"({_strings(rng, 2, 2)})" for _ in range(rng.randint(1, 3)))
-            for _ in range(2)
-        )
-        template = "select x, y, count(*) c from values {v} as v(x, y) group by x, y"
-        return template.format(v=a), template.format(v=b), same, same
-    if kind in ("double", "decimal"):
-        a, b = _literal_pair(rng, DOUBLES if kind == "double" else DECIMALS)
-        column = "d" if kind == "double" else "n"
-        template = rng.choice(
-            ["select i, {c} / {v} z from {t}", "select i from {t} where {c} = {v}",
-             "select i, greatest({c}, {v}) z from {t}"]
-        )  # fmt: skip
-        first, second = (template.format(t=TABLE, c=column, v=v) for v in (a, b))
-        return first, second, same, same
-    if kind in ("timestamp", "zone"):
-        a, b = _literal_pair(rng, TIMESTAMPS)
-        template = rng.choice(
-            ["select i from {t} where ts < {v}", "select i, unix_micros({v}) z from {t}",
-             "select i, ts = {v} z from {t}"]
-        )  # fmt: skip
-        if kind == "zone":
-            sql = template.format(t=TABLE, v=a)
-            one, other = _literal_pair(rng, [f"'{z}'" for z in ZONES])
-            zone = "spark.sql.session.timeZone"
-            return sql, sql, {zone: one.strip("'")}, {zone: other.strip("'")}
-        zone = {"spark.sql.session.timeZone": rng.choice(ZONES)}
-        return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), zone, zone
-    if kind == "try":
-        value = rng.choice(["9223372036854775807", "2", "4611686018427387904"])
-        plain = f"select i, i * {value} * {value} z from {TABLE}"
-        tried = f"select i, try_multiply(i * {value}, {value}) z from {TABLE}"
-        ansi = {"spark.sql.ansi.enabled": rng.choice(["true", "false"])}
-        return plain, tried, ansi, ansi
+    else:
+        a, b = (f"map_from_arrays({x}, transform({x}, (e, k) -> k))" for x in (a, b))
+        template = "select i, element_at({v}, s) z from {t}"
+        same = {"spark.sql.mapKeyDedupPolicy": "LAST_WIN"}
+    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+
+
+def _in_set_pair(rng: random.Random, kind: str) -> Pair:
+    absent = ", ".join(f"'{k}-none'" for k in range(10))
+    a, b = _literal_pair(rng, STRINGS)
+    template = "select i, s in ({v}, " + absent + ") z from {t}"
+    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), {}, {}
+
+
+def _values_pair(rng: random.Random, kind: str) -> Pair:
+    a, b = _look_alike(rng, "values") or (
+        ", ".join(f"({_strings(rng, 2, 2)})" for _ in range(rng.randint(1, 3))) for _ in range(2)
+    )
+    template = "select x, y, count(*) c from values {v} as v(x, y) group by x, y"
+    return template.format(v=a), template.format(v=b), {}, {}
+
+
+def _numbers_pair(rng: random.Random, kind: str) -> Pair:
+    a, b = _literal_pair(rng, DOUBLES if kind == "double" else DECIMALS)
+    column = "d" if kind == "double" else "n"
+    template = rng.choice(
+        ["select i, {c} / {v} z from {t}", "select i from {t} where {c} = {v}",
+         "select i, greatest({c}, {v}) z from {t}"]
+    )  # fmt: skip
+    first, second = (template.format(t=TABLE, c=column, v=v) for v in (a, b))
+    return first, second, {}, {}
+
+
+def _timestamps_pair(rng: random.Random, kind: str) -> Pair:
+    a, b = _literal_pair(rng, TIMESTAMPS)
+    template = rng.choice(
+        ["select i from {t} where ts < {v}", "select i, unix_micros({v}) z from {t}",
+         "select i, ts = {v} z from {t}"]
+    )  # fmt: skip
+    if kind == "zone":
+        sql = template.format(t=TABLE, v=a)
+        one, other = _literal_pair(rng, [f"'{z}'" for z in ZONES])
+        zone = "spark.sql.session.timeZone"
+        return sql, sql, {zone: one.strip("'")}, {zone: other.strip("'")}
+    same = {"spark.sql.session.timeZone": rng.choice(ZONES)}
+    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+
+
+def _try_pair(rng: random.Random, kind: str) -> Pair:
+    value = rng.choice(["9223372036854775807", "2", "4611686018427387904"])
+    plain = f"select i, i * {value} * {value} z from {TABLE}"
+    tried = f"select i, try_multiply(i * {value}, {value}) z from {TABLE}"
+    ansi = {"spark.sql.ansi.enabled": rng.choice(["true", "false"])}
+    return plain, tried, ansi, ansi
+
+
+def _settings_pair(rng: random.Random, kind: str) -> Pair:
     key = rng.choice(sorted(SETTINGS))
     sql = rng.choice(
         [f"select i, map_from_arrays(array(s, s), array(i, 0))[s] z from {TABLE} where s > ''",
@@ -198,6 +210,28 @@ def statements(rng: random.Random) -> tuple[str, str, dict, dict]:
     )  # fmt: skip
     one, other = _literal_pair(rng, list(SETTINGS[key]))
     return sql, sql, {key: one}, {key: other}
+
+
+#: Each kind of pair, in the order a seed draws them.
+KINDS = {
+    "string": _strings_pair,
+    "array": _collections_pair,
+    "map": _collections_pair,
+    "in-set": _in_set_pair,
+    "values": _values_pair,
+    "double": _numbers_pair,
+    "decimal": _numbers_pair,
+    "timestamp": _timestamps_pair,
+    "zone": _timestamps_pair,
+    "try": _try_pair,
+    "setting": _settings_pair,
+}
+
+
+def statements(rng: random.Random) -> Pair:
+    """Two statements and the settings each runs under."""
+    kind = rng.choice(list(KINDS))
+    return KINDS[kind](rng, kind)
 
 
 def _under(spark, settings: dict[str, str | None], work):
