@@ -127,13 +127,17 @@ def _look_alike(rng: random.Random, kind: str) -> tuple[str, str] | None:
 Pair = tuple[str, str, dict, dict]
 
 
+def _both(rng: random.Random, templates: list[str], a: str, b: str, **fields) -> tuple[str, str]:
+    """One of ``templates`` filled with ``a``, and with ``b`` (``TABLE`` as ``{t}``)."""
+    template = rng.choice(templates)
+    return template.format(t=TABLE, v=a, **fields), template.format(t=TABLE, v=b, **fields)
+
+
 def _strings_pair(rng: random.Random, kind: str) -> Pair:
     a, b = _literal_pair(rng, STRINGS)
-    template = rng.choice(
-        ["select i from {t} where s = {v}", "select i, concat(s, {v}) z from {t}",
-         "select i, coalesce(s, {v}) z from {t}"]
-    )  # fmt: skip
-    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), {}, {}
+    templates = ["select i from {t} where s = {v}", "select i, concat(s, {v}) z from {t}",
+                 "select i, coalesce(s, {v}) z from {t}"]  # fmt: skip
+    return *_both(rng, templates, a, b), {}, {}
 
 
 def _collections_pair(rng: random.Random, kind: str) -> Pair:
@@ -169,27 +173,22 @@ def _values_pair(rng: random.Random, kind: str) -> Pair:
 def _numbers_pair(rng: random.Random, kind: str) -> Pair:
     a, b = _literal_pair(rng, DOUBLES if kind == "double" else DECIMALS)
     column = "d" if kind == "double" else "n"
-    template = rng.choice(
-        ["select i, {c} / {v} z from {t}", "select i from {t} where {c} = {v}",
-         "select i, greatest({c}, {v}) z from {t}"]
-    )  # fmt: skip
-    first, second = (template.format(t=TABLE, c=column, v=v) for v in (a, b))
-    return first, second, {}, {}
+    templates = ["select i, {c} / {v} z from {t}", "select i from {t} where {c} = {v}",
+                 "select i, greatest({c}, {v}) z from {t}"]  # fmt: skip
+    return *_both(rng, templates, a, b, c=column), {}, {}
 
 
 def _timestamps_pair(rng: random.Random, kind: str) -> Pair:
     a, b = _literal_pair(rng, TIMESTAMPS)
-    template = rng.choice(
-        ["select i from {t} where ts < {v}", "select i, unix_micros({v}) z from {t}",
-         "select i, ts = {v} z from {t}"]
-    )  # fmt: skip
+    templates = ["select i from {t} where ts < {v}", "select i, unix_micros({v}) z from {t}",
+                 "select i, ts = {v} z from {t}"]  # fmt: skip
+    first, second = _both(rng, templates, a, b)
+    zone = "spark.sql.session.timeZone"
     if kind == "zone":
-        sql = template.format(t=TABLE, v=a)
-        one, other = _literal_pair(rng, [f"'{z}'" for z in ZONES])
-        zone = "spark.sql.session.timeZone"
-        return sql, sql, {zone: one.strip("'")}, {zone: other.strip("'")}
-    same = {"spark.sql.session.timeZone": rng.choice(ZONES)}
-    return template.format(t=TABLE, v=a), template.format(t=TABLE, v=b), same, same
+        one, other = _literal_pair(rng, ZONES)
+        return first, first, {zone: one}, {zone: other}
+    same = {zone: rng.choice(ZONES)}
+    return first, second, same, same
 
 
 def _try_pair(rng: random.Random, kind: str) -> Pair:
@@ -234,22 +233,22 @@ def statements(rng: random.Random) -> Pair:
     return KINDS[kind](rng, kind)
 
 
+def _apply(spark, settings: dict[str, str | None]) -> None:
+    for key, value in settings.items():
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
+
+
 def _under(spark, settings: dict[str, str | None], work):
     """``work()`` with the session's ``settings`` set (None: unset), then restored."""
     before = {key: spark.conf.get(key, None) for key in settings}
     try:
-        for key, value in settings.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        _apply(spark, settings)
         return work()
     finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+        _apply(spark, before)
 
 
 def _outcome(spark, sql: str) -> tuple[str, ...]:
