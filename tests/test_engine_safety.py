@@ -294,8 +294,23 @@ def _damage(part, damage):
         part.unlink()
 
 
+#: Settings with which Spark skips a missing or unreadable file of the user's tables.
+IGNORING = ("spark.sql.files.ignoreMissingFiles", "spark.sql.files.ignoreCorruptFiles")
+
+
+@pytest.fixture(params=[False, True], ids=["default", "ignoring-files"])
+def ignoring(tpch, request):
+    """The session's own setting, or both ``IGNORING`` settings on (a cached file is
+    Criss's, not the user's: skipped, its rows would be missing)."""
+    for key in IGNORING if request.param else ():
+        tpch.conf.set(key, "true")
+    yield request.param
+    for key in IGNORING:
+        tpch.conf.unset(key)
+
+
 @pytest.mark.parametrize("damage", ["truncate", "corrupt", "delete"])
-@pytest.mark.usefixtures("no_coalescing")
+@pytest.mark.usefixtures("no_coalescing", "ignoring")
 def test_files_damaged_after_planning_fall_back_at_execution(tpch, tmp_path, damage):
     """A cached file damaged between ``cs.sql()`` (which verified it) and the action that
     reads it: Spark fails the read, and the action runs again on the plain plan."""

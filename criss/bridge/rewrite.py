@@ -228,9 +228,14 @@ class ReadPlans:
             # drops a row group whose dictionary holds -0.0 but not 0.0, rows Spark keeps
             # (its `=` holds for them). A cached result's row groups are another split of
             # the rows than the table's, so it would lose rows plain Spark returns.
+            # A cached file gone or damaged by the action must fail the read (Criss then
+            # runs the query uncached), whatever the session's ignore* settings say of
+            # the user's own files: skipped, its rows would be missing from the result.
             reader = (
                 spark.read.schema(schema)
                 .option("parquet.filter.dictionary.enabled", "false")
+                .option("ignoreMissingFiles", "false")
+                .option("ignoreCorruptFiles", "false")
                 .parquet(*files)
             )
         plan = analyzed_plan(reader)
