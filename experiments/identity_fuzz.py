@@ -115,12 +115,9 @@ def _look_alike(rng: random.Random, kind: str) -> tuple[str, str] | None:
     one, other = _confusable(rng, rng.randint(1, 3))
     if kind == "array":
         return f"array({', '.join(one)})", f"array({', '.join(other)})"
-    if kind == "values":
-        rows = [one[:2], other[:2]] if len(one) >= 2 and len(other) >= 2 else None
-        if rows is None:
-            return None
-        return (f"({a[0]}, {a[1]})" for a in rows)
-    return None
+    if min(len(one), len(other)) < 2:  # two words joined: too few for a row of two
+        return None
+    return f"({one[0]}, {one[1]})", f"({other[0]}, {other[1]})"  # an inline table's row
 
 
 #: Two statements and the settings each runs under.
@@ -270,8 +267,9 @@ def _identity(cs, sql: str) -> str | None:
     return result.fingerprint if storable(result) else None
 
 
-def check(cs, spark, rng: random.Random, report: IdentityReport) -> None:
-    """One seeded pair: if plain Spark's outcomes differ, the identities must too."""
+def check(cs, spark, rng: random.Random, report: IdentityReport) -> str | None:
+    """One seeded pair: if plain Spark's outcomes differ, the identities must too; the
+    collision found, if any (also added to ``report``)."""
     first, second, settings_one, settings_other = statements(rng)
     outcomes, identities = [], []
     for sql, settings in ((first, settings_one), (second, settings_other)):
@@ -279,15 +277,19 @@ def check(cs, spark, rng: random.Random, report: IdentityReport) -> None:
         identities.append(_under(spark, settings, lambda sql=sql: _identity(cs, sql)))
     report.pairs += 1
     if outcomes[0] == outcomes[1]:
-        return
+        return None
     report.differing += 1
     if None in identities:
         report.refused += 1
-    elif identities[0] == identities[1]:
-        report.collisions.append(
-            f"{first} {settings_one}\n  {second} {settings_other}\n"
-            f"  outcomes {outcomes[0][:3]} vs {outcomes[1][:3]}"
-        )
+        return None
+    if identities[0] != identities[1]:
+        return None
+    collision = (
+        f"{first} {settings_one}\n  {second} {settings_other}\n"
+        f"  outcomes {outcomes[0][:3]} vs {outcomes[1][:3]}"
+    )
+    report.collisions.append(collision)
+    return collision
 
 
 def fuzz(spark, pairs: int, seed: int, on_collision=None) -> IdentityReport:
@@ -299,11 +301,9 @@ def fuzz(spark, pairs: int, seed: int, on_collision=None) -> IdentityReport:
     cs = criss.session(spark, home=scratch + "/home")
     try:
         for _ in range(pairs):
-            before = len(report.collisions)
-            check(cs, spark, rng, report)
-            for collision in report.collisions[before:]:
-                if on_collision is not None:
-                    on_collision(collision)
+            collision = check(cs, spark, rng, report)
+            if collision is not None and on_collision is not None:
+                on_collision(collision)
     finally:
         cs.close()
         spark.catalog.dropTempView(TABLE)

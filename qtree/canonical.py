@@ -46,6 +46,7 @@ ALIAS = _EXPR + "Alias"
 ATTRIBUTE = _EXPR + "AttributeReference"
 PYTHON_UDF = _EXPR + "PythonUDF"
 LITERAL = _EXPR + "Literal"
+IN_SET = _EXPR + "InSet"
 #: Parts of the class names of expressions over another plan (or a lambda's variables):
 #: their attributes are not positions in the input of the operator holding them.
 SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")

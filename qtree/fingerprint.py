@@ -15,7 +15,7 @@ import hashlib
 import json
 from typing import Any
 
-from criss.qtree.canonical import LITERAL
+from criss.qtree.canonical import IN_SET, LITERAL
 from criss.qtree.plan import Expr, PlanNode
 
 FINGERPRINT_VERSION = "2"
@@ -23,7 +23,6 @@ FINGERPRINT_VERSION = "2"
 TEMPLATE = "template"
 #: Fields holding the values a query chose: a literal's, and a large IN list's set.
 _VALUE_FIELDS = frozenset({"value", "hset"})
-_IN_SET = "org.apache.spark.sql.catalyst.expressions.InSet"
 
 
 def _expression_as_list(value: Any) -> Any:
@@ -37,7 +36,7 @@ def _expression_without_values(value: Any) -> Any:
     """As :func:`_expression_as_list`, with the values a query chose left out."""
     if isinstance(value, Expr):
         fields = value.fields
-        if value.cls in (LITERAL, _IN_SET):
+        if value.cls in (LITERAL, IN_SET):
             fields = tuple(f for f in fields if f[0] not in _VALUE_FIELDS)
         return [value.cls, fields, value.children]
     raise TypeError(f"{type(value).__name__} in operator arguments is not JSON")

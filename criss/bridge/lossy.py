@@ -20,11 +20,11 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
-IN_SET = "org.apache.spark.sql.catalyst.expressions.InSet"
+from criss.qtree.canonical import IN_SET, LITERAL
+
 LIKE = "org.apache.spark.sql.catalyst.expressions.Like"
 EXPAND = "org.apache.spark.sql.catalyst.plans.logical.Expand"
 LOCAL_RELATION = "org.apache.spark.sql.catalyst.plans.logical.LocalRelation"
-LITERAL = "org.apache.spark.sql.catalyst.expressions.Literal"
 #: Fields Catalyst's JSON writes as null although they decide what an expression computes,
 #: by class.
 LOSSY_FIELDS = {IN_SET: "hset", LIKE: "escapeChar", EXPAND: "projections", LOCAL_RELATION: "data"}
@@ -109,12 +109,13 @@ def restore_lossy_fields(
         if _lost(raw):
             raw[LOSSY_FIELDS[raw["class"]]] = _plan_field(jnode, raw["class"], jvm)
         # after the node's own field: an Expand's projections may hold ambiguous literals
-        expressions = [e for e in json_dicts(raw) if e is not raw and _lost(e)]
+        found = [e for e in json_dicts(raw) if e is not raw]
+        expressions = [e for e in found if _lost(e)]
         if not expressions:
             continue
         classes = {e["class"] for e in expressions}
         # every literal of the node is paired, ambiguous or not: the JVM's are not told apart
-        mine = [e for e in json_dicts(raw) if e is not raw and e.get("class") in classes]
+        mine = [e for e in found if e.get("class") in classes]
         twins = [e for e in _jvm_expressions(jnode) if str(e.getClass().getName()) in classes]
         if len(twins) != len(mine):
             for holder in expressions:
@@ -181,7 +182,7 @@ def _in_set_text(expression: Any) -> list[str | None]:
     """An IN set's values as sorted text, NULL as null after them (not the text 'null')."""
     values = expression.hset().toSeq()
     found = [values.apply(i) for i in range(values.size())]
-    texts = sorted(v if isinstance(v, str) else str(v) for v in found if v is not None)
+    texts = sorted(str(v) for v in found if v is not None)
     return texts + [None] if any(v is None for v in found) else texts
 
 
