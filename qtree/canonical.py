@@ -331,8 +331,26 @@ ORDER_PASSING = frozenset(
 ORDER_BOUND = "its rows are in the order of the query's final ORDER BY"
 
 
+#: ``extra`` key of the query's top rows: the ``GlobalLimit`` of an ``ORDER BY … LIMIT``.
+TOP_ROWS = "top_rows"
+
+
+def top_rows_limit(node: PlanNode, sort: PlanNode) -> bool:
+    """Is ``node`` ``GlobalLimit(LocalLimit(sort))`` over a global ``sort``?"""
+    return (
+        node.op == "GlobalLimit"
+        and node.children[0].op == "LocalLimit"
+        and node.children[0].children[0] is sort
+        and sort.args.get("global") is True
+    )
+
+
 def mark_order_bound(root: PlanNode) -> PlanNode:
-    """Mark the operators between the root and a final global Sort as ``ORDER_BOUND``."""
+    """Mark the operators between the root and a final global Sort as ``ORDER_BOUND``, all
+    but the limit of an ``ORDER BY … LIMIT`` right over the Sort (``GlobalLimit(LocalLimit(
+    Sort))``), which is the query's top rows (``extra[TOP_ROWS]``): a cached copy of them
+    serves in the Sort's input, where ordering them again costs nothing, and keeping them
+    costs a write of the rows the user receives rather than of every row the sort ranked."""
     chain = [root]
     while chain[-1].op in ORDER_PASSING and len(chain[-1].children) == 1:
         chain.append(chain[-1].children[0])
@@ -340,6 +358,9 @@ def mark_order_bound(root: PlanNode) -> PlanNode:
         return root
     node = chain[-1]
     for above in reversed(chain[:-1]):
+        if top_rows_limit(above, chain[-1]):
+            node = above.with_(children=(node,), extra={**above.extra, TOP_ROWS: True})
+            continue
         reason = above.uncacheable or ORDER_BOUND
         node = above.with_(children=(node,), uncacheable=reason)
     return node

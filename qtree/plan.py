@@ -72,6 +72,13 @@ class PlanNode:
             yield from child.walk_bottom_up()
         yield self
 
+    def at(self, path: tuple[int, ...]) -> PlanNode:
+        """The operator at ``path`` under this one."""
+        node = self
+        for index in path:
+            node = node.children[index]
+        return node
+
     def with_(self, **changes: Any) -> PlanNode:
         return replace(self, **changes)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from criss.qtree.canonical import NEVER_STORED, ORDER_BOUND, expression_key
+from criss.qtree.canonical import NEVER_STORED, ORDER_BOUND, TOP_ROWS, expression_key
 from criss.qtree.fingerprint import operator_digest
 from criss.qtree.lineage import ROW_OPERATORS, row_signature
 from criss.qtree.plan import Expr, PlanNode, highest
@@ -20,7 +20,19 @@ from criss.qtree.subsume import Derivation, Shape, best_derivation, subsumption_
 
 def storable(node: PlanNode) -> bool:
     """May this operator's result be stored and served in its place?"""
-    return node.uncacheable is None and node.op not in NEVER_STORED
+    return node.uncacheable is None and (node.op not in NEVER_STORED or top_rows(node))
+
+
+def top_rows(node: PlanNode) -> bool:
+    """Is ``node`` the limit of the query's final ``ORDER BY … LIMIT`` (its rows are the
+    Sort's input's top rows; see ``criss.qtree.canonical.mark_order_bound``)?"""
+    return bool(node.extra.get(TOP_ROWS))
+
+
+def top_rows_input(node: PlanNode) -> tuple[int, ...]:
+    """Where a copy of the top rows ``node`` serves: the input of its Sort (the Sort and the
+    limits above it put them in the query's order again)."""
+    return node.children[0].children[0].children[0].path
 
 
 #: Operators that only select rows or columns of their input, row by row.
@@ -92,14 +104,18 @@ class SortKey:
 
 
 def final_ordering(root: PlanNode) -> tuple[tuple[int, ...], tuple[SortKey, ...]] | None:
-    """The path of the global Sort right above the query's result, and its keys, when every
-    key is a plain column of the result (so the sort can be applied to its cached rows)."""
+    """The path of the global Sort right above the query's result (or right under its top
+    rows), and its keys, when every key is a plain column of the result (so the sort can be
+    applied to its cached rows)."""
     result = result_node(root)
-    if not result.path:
+    if top_rows(result):
+        sort = result.children[0].children[0]
+    elif not result.path:
         return None
-    sort = root
-    for index in result.path[:-1]:
-        sort = sort.children[index]
+    else:
+        sort = root
+        for index in result.path[:-1]:
+            sort = sort.children[index]
     if sort.op != "Sort" or sort.args.get("global") is not True:
         return None
     keys = []

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from criss.bridge import CapturedPlan, PartitionedResult
 from criss.planner.match import Match
+from criss.qtree.rewrite import top_rows, top_rows_input
 from criss.qtree.subsume import Derivation
 from criss.records import QueryRecord
 from criss.storage.cache import PartitionCache, StoreResult
@@ -93,6 +94,9 @@ class Workspace:
             self._place_read(path, key, columns)
 
     def _place_read(self, path: tuple[int, ...], key: str, columns: tuple[int, ...] | None):
+        served = self.matched.tree.at(path)
+        if top_rows(served):
+            path = top_rows_input(served)
         ordering = self.matched.ordering
         if ordering is not None and path == ordering[0] + (0,):
             sort_path, keys = ordering
