@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from criss.qtree.canonical import LITERAL, ROW_LIMITS, SCOPED
 from criss.qtree.plan import Expr, PlanNode, highest
-from criss.qtree.rewrite import result_node, storable
+from criss.qtree.rewrite import result_node, storable, top_rows
 
 #: Operators whose condition selects rows: a literal in it is a value the query chose.
 SELECTING = frozenset({"Filter", "Join"})
@@ -45,17 +45,30 @@ def parameter_free_paths(tree: PlanNode) -> set[tuple[int, ...]]:
 def parameter_free_intermediates(tree: PlanNode) -> list[PlanNode]:
     """The highest parameter-free Aggregates (or Projects of one) under the query's result
     that could be cached (storable), top-down. The result itself is not one (a statement
-    that computes it again is a repeat), nor is a join: its rows may outnumber its inputs',
-    and nothing bounds what caching it would write before it ran (an aggregate's result
-    is at most its input's, and the learned result ratio is one of aggregated results)."""
+    that computes it again is a repeat), nor what the Sort of its top rows ranks (the
+    statement's repeats are served its top rows; only another limit would read it), nor is
+    a join: its rows may outnumber its inputs', and nothing bounds what caching it would
+    write before it ran (an aggregate's result is at most its input's, and the learned
+    result ratio is one of aggregated results)."""
     free = parameter_free_paths(tree)
-    result = result_node(tree).path
+    results = {node.path for node in _results(result_node(tree))}
 
     def eligible(node: PlanNode) -> PlanNode | None:
-        wanted = node.path in free and node.path != result and storable(node)
+        wanted = node.path in free and node.path not in results and storable(node)
         return node if wanted and _aggregated(node) else None
 
     return highest(tree, eligible)
+
+
+def _results(result: PlanNode) -> Iterator[PlanNode]:
+    """The result, and for top rows the operator their Sort ranks with Projects under it."""
+    yield result
+    if top_rows(result):
+        node = result.at((0, 0, 0))
+        yield node
+        while node.op == "Project" and len(node.children) == 1:
+            node = node.children[0]
+            yield node
 
 
 def _aggregated(node: PlanNode) -> bool:

@@ -32,7 +32,7 @@ def top_rows(node: PlanNode) -> bool:
 def top_rows_input(node: PlanNode) -> tuple[int, ...]:
     """Where a copy of the top rows ``node`` serves: the input of its Sort (the Sort and the
     limits above it put them in the query's order again)."""
-    return node.children[0].children[0].children[0].path
+    return node.at((0, 0, 0)).path
 
 
 #: Operators that only select rows or columns of their input, row by row.

@@ -25,7 +25,16 @@ from criss.qtree.canonical import (
 )
 from criss.qtree.lineage import row_signature
 from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import Relative, project_subset, relaxed_columns, relaxed_key
+from criss.qtree.rewrite import (
+    Relative,
+    project_subset,
+    relaxed_columns,
+    relaxed_key,
+    result_node,
+    storable,
+    top_rows,
+    top_rows_input,
+)
 
 X = "org.apache.spark.sql.catalyst.expressions."
 INNER = {"object": "org.apache.spark.sql.catalyst.plans.Inner$"}
@@ -203,6 +212,36 @@ def test_operators_above_a_final_sort_are_order_bound_and_the_sort_input_is_not(
     assert tree.uncacheable == ORDER_BOUND
     assert tree.children[0].op == "Sort"
     assert tree.children[0].children[0].uncacheable is None
+
+
+def _limit(op: str, child: PlanNode, rows: int = 5) -> PlanNode:
+    return PlanNode(op, {"limitExpr": lit(rows), "child": 0}, (child,))
+
+
+def _sort(child: PlanNode, *, is_global: bool = True) -> PlanNode:
+    return PlanNode("Sort", {"order": [], "global": is_global, "child": 0}, (child,))
+
+
+def test_the_limit_of_an_order_by_limit_is_the_querys_top_rows():
+    ranked = filter_(relation("t", 2), binary("GreaterThan", attr(0), lit(1)))
+    tree = canonical(_limit("GlobalLimit", _limit("LocalLimit", _sort(ranked))))
+    assert top_rows(tree) and storable(tree) and result_node(tree) is tree
+    assert tree.children[0].uncacheable == ORDER_BOUND  # the LocalLimit: a partition's rows
+    assert top_rows_input(tree) == (0, 0, 0)
+    # above the top rows, a Project still hands them on in the query's order
+    outer = canonical(project(_limit("GlobalLimit", _limit("LocalLimit", _sort(ranked))), attr(0)))
+    assert outer.uncacheable == ORDER_BOUND and result_node(outer).path == (0,)
+    # any other shape keeps the limit order-bound: the Sort's input is the result
+    for other in (
+        _limit("GlobalLimit", _limit("LocalLimit", project(_sort(ranked), attr(0)))),
+        _limit(
+            "GlobalLimit", PlanNode("Offset", {"child": 0}, (_limit("LocalLimit", _sort(ranked)),))
+        ),
+        _limit("GlobalLimit", _limit("LocalLimit", _sort(ranked, is_global=False))),
+    ):
+        tree = canonical(other)
+        assert not top_rows(tree) and tree.uncacheable == ORDER_BOUND, other
+        assert result_node(tree).op in ("Filter", "Project")
 
 
 # --- row signatures: which rows, apart from which columns -------------------------------------

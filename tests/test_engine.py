@@ -335,3 +335,53 @@ def test_cached_results_are_put_in_order_by_order_on_the_driver(spark, tmp_path,
             assert "put in ORDER BY order" in cs.explain(df)
             assert "Sort" not in _leaf_scans(df)
     cs.close()
+
+
+@pytest.mark.parametrize(
+    ("sql", "keys", "on_driver"),
+    [
+        (  # plain columns: the driver orders the cached rows
+            "select o_custkey, sum(o_totalprice) spent from orders group by o_custkey "
+            "order by spent desc, o_custkey limit 12",
+            ("spent", "o_custkey"),
+            True,
+        ),
+        (  # an expression: Spark's Sort, over the cached rows only
+            "select o_custkey, sum(o_totalprice) spent from orders group by o_custkey "
+            "order by -spent, o_custkey limit 12",
+            ("spent", "o_custkey"),
+            False,
+        ),
+        (  # ties at the limit: which tied rows is Spark's choice, their keys are not
+            "select o_orderpriority, o_orderkey from orders order by o_orderpriority limit 12",
+            ("o_orderpriority",),
+            True,
+        ),
+    ],
+)
+def test_an_order_by_limit_query_keeps_its_top_rows_not_every_row_it_ranked(
+    tpch, tmp_path, sql, keys, on_driver
+):
+    """The result of ``ORDER BY … LIMIT n`` is its top rows: a first sight stores those n,
+    not every row the Sort ranked, and a repeat serves them in the Sort's input, where they
+    are put in the query's order again (by the driver, or by Spark's Sort of n rows)."""
+    expected = tpch.sql(sql).collect()
+    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    for occurrence in range(3):
+        df = cs.sql(sql)
+        rows = df.collect()
+        assert [tuple(r[k] for k in keys) for r in rows] == [
+            tuple(r[k] for k in keys) for r in expected
+        ]
+        if len(keys) > 1:
+            assert rows == expected
+        summary = cs.last_query_summary()
+        assert summary.get("fallback") is None, summary
+        if occurrence == 0:
+            assert summary.get("operators_cached_in_action") == 1, cs.explain(df)
+            continue
+        assert summary.get("operators_reused") == 1, cs.explain(df)
+        assert summary.get("results_ordered_on_driver", 0) == int(on_driver)
+        (served,) = [line for line in cs.explain(df).splitlines() if "REUSED" in line]
+        assert served.lstrip().startswith("GlobalLimit 12") and "rows=12)" in served, served
+    cs.close()

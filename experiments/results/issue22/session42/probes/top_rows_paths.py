@@ -74,12 +74,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--sf", default="1")
+    parser.add_argument("--template", type=int, action="append", help="default: all five")
     args = parser.parse_args()
+    templates = tuple(args.template or TEMPLATES)
     spark = local_spark(app_name="top-rows-paths")
     register_views(spark, Path(f"data/tpch/sf{args.sf}"))
     seed, lines = 42000, []
     for round_ in range(args.rounds):
-        for qid in TEMPLATES:
+        for qid in templates:
             seed += 1
             run(spark, "plain", statement(qid, seed=seed).sql)  # untimed: compiles
             order = run_order(PATHS, len(lines))
@@ -89,11 +91,11 @@ def main() -> None:
                 line[path] = run(spark, path, statement(qid, seed=seed).sql)
             lines.append(line)
             print(json.dumps(line, default=lambda x: round(x, 4)), flush=True)
-    summarize(lines)
+    summarize(lines, templates)
 
 
-def summarize(lines: list[dict]) -> None:
-    for qid in (*TEMPLATES, None):
+def summarize(lines: list[dict], templates: tuple[int, ...]) -> None:
+    for qid in (*templates, None):
         rows = [x for x in lines if qid is None or x["query"] == f"Q{qid}"]
         plain = sum(x["plain"]["seconds"] for x in rows)
         parts = [f"# {'all' if qid is None else f'Q{qid}':<4} plain {plain:7.2f}s"]
