@@ -359,14 +359,15 @@ def test_cached_results_are_put_in_order_by_order_on_the_driver(spark, tmp_path,
         ),
     ],
 )
+@pytest.mark.parametrize("in_action", [True, False], ids=["in-action", "by-a-job"])
 def test_an_order_by_limit_query_keeps_its_top_rows_not_every_row_it_ranked(
-    tpch, tmp_path, sql, keys, on_driver
+    tpch, tmp_path, sql, keys, on_driver, in_action
 ):
     """The result of ``ORDER BY … LIMIT n`` is its top rows: a first sight stores those n,
     not every row the Sort ranked, and a repeat serves them in the Sort's input, where they
     are put in the query's order again (by the driver, or by Spark's Sort of n rows)."""
     expected = tpch.sql(sql).collect()
-    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    cs = criss.session(tpch, home=str(tmp_path / "home"), cache_in_action=in_action)
     for occurrence in range(3):
         df = cs.sql(sql)
         rows = df.collect()
@@ -378,7 +379,8 @@ def test_an_order_by_limit_query_keeps_its_top_rows_not_every_row_it_ranked(
         summary = cs.last_query_summary()
         assert summary.get("fallback") is None, summary
         if occurrence == 0:
-            assert summary.get("operators_cached_in_action") == 1, cs.explain(df)
+            cached = "operators_cached_in_action" if in_action else "operators_cached"
+            assert summary.get(cached) == 1, cs.explain(df)
             continue
         assert summary.get("operators_reused") == 1, cs.explain(df)
         assert summary.get("results_ordered_on_driver", 0) == int(on_driver)
