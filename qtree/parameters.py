@@ -19,7 +19,7 @@ from collections.abc import Iterator
 
 from criss.qtree.canonical import LITERAL, ROW_LIMITS, SCOPED
 from criss.qtree.plan import Expr, PlanNode, highest
-from criss.qtree.rewrite import result_node, storable, top_rows
+from criss.qtree.rewrite import result_node, storable, top_rows, top_rows_sort
 
 #: Operators whose condition selects rows: a literal in it is a value the query chose.
 SELECTING = frozenset({"Filter", "Join"})
@@ -64,7 +64,7 @@ def _results(result: PlanNode) -> Iterator[PlanNode]:
     """The result, and for top rows the operator their Sort ranks with Projects under it."""
     yield result
     if top_rows(result):
-        node = result.at((0, 0, 0))
+        node = top_rows_sort(result).children[0]
         yield node
         while node.op == "Project" and len(node.children) == 1:
             node = node.children[0]

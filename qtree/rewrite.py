@@ -29,10 +29,15 @@ def top_rows(node: PlanNode) -> bool:
     return bool(node.extra.get(TOP_ROWS))
 
 
+def top_rows_sort(node: PlanNode) -> PlanNode:
+    """The Sort that ranks the top rows ``node`` keeps (``GlobalLimit(LocalLimit(Sort))``)."""
+    return node.at((0, 0))
+
+
 def top_rows_input(node: PlanNode) -> tuple[int, ...]:
     """Where a copy of the top rows ``node`` serves: the input of its Sort (the Sort and the
     limits above it put them in the query's order again)."""
-    return node.at((0, 0, 0)).path
+    return top_rows_sort(node).children[0].path
 
 
 #: Operators that only select rows or columns of their input, row by row.
@@ -109,7 +114,7 @@ def final_ordering(root: PlanNode) -> tuple[tuple[int, ...], tuple[SortKey, ...]
     applied to its cached rows)."""
     result = result_node(root)
     if top_rows(result):
-        sort = result.children[0].children[0]
+        sort = top_rows_sort(result)
     elif not result.path:
         return None
     else:
