@@ -52,7 +52,8 @@ IN_SET = _EXPR + "InSet"
 SCOPED = ("Subquery", "Exists", "ListQuery", "OuterReference", "LambdaVariable")
 
 #: Operators whose own output is never worth storing (re-reading costs what they cost),
-#: or whose row order matters to the query and is lost when cached partitions are read back.
+#: or whose row order matters to the query and is lost when cached partitions are read back
+#: (but for the limit keeping a query's top rows, see ``mark_order_bound``).
 NEVER_STORED = frozenset(
     {
         "LogicalRelation",

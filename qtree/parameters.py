@@ -64,18 +64,20 @@ def _results(result: PlanNode) -> Iterator[PlanNode]:
     """The result, and for top rows the operator their Sort ranks with Projects under it."""
     yield result
     if top_rows(result):
-        node = top_rows_sort(result).children[0]
-        yield node
-        while node.op == "Project" and len(node.children) == 1:
-            node = node.children[0]
-            yield node
+        yield from _through_projects(top_rows_sort(result).children[0])
 
 
 def _aggregated(node: PlanNode) -> bool:
     """An Aggregate, or Projects of one."""
+    return any(n.op == "Aggregate" for n in _through_projects(node))
+
+
+def _through_projects(node: PlanNode) -> Iterator[PlanNode]:
+    """``node``, and while it is a Project, the operator under it."""
+    yield node
     while node.op == "Project" and len(node.children) == 1:
         node = node.children[0]
-    return node.op == "Aggregate"
+        yield node
 
 
 def _selects_by_no_value(node: PlanNode) -> bool:

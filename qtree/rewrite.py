@@ -118,9 +118,7 @@ def final_ordering(root: PlanNode) -> tuple[tuple[int, ...], tuple[SortKey, ...]
     elif not result.path:
         return None
     else:
-        sort = root
-        for index in result.path[:-1]:
-            sort = sort.children[index]
+        sort = root.at(result.path[:-1])
     if sort.op != "Sort" or sort.args.get("global") is not True:
         return None
     keys = []

@@ -139,7 +139,7 @@ class JoinContext:
         child = path + ((0,) if which == "left" else (1,))
         rewritten = any(p[: len(child)] == child for p in plan.replaced)
         if self.tree is not None and not rewritten:
-            node = _node_at(self.tree, child)
+            node = self.tree.at(child)
         else:
             captured = session.bridge.capture(plan.side(path, which))
             node = session.canonical_tree(captured)
@@ -153,13 +153,6 @@ class JoinContext:
         stream of one-off queries pays no measurement jobs.
         """
         return facts.earlier_queries + 1 >= self.session.options.min_ref
-
-
-def _node_at(tree: PlanNode, path: tuple[int, ...]) -> PlanNode:
-    node = tree
-    for index in path:
-        node = node.children[index]
-    return node
 
 
 def _registry() -> tuple[JoinOptimization, ...]:

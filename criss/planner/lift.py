@@ -244,8 +244,8 @@ def _rows_growth(
             above = _descend(qtree, sibling, relative[:-1])
             below = [] if above is None else qtree.children(above)
             filtered = below[relative[-1]] if relative[-1] < len(below) else None
-            rows_in = _input_rows(qtree, filtered, _node_at(node, relative))
-            rows_out = _output_rows(qtree, filtered, above, _node_at(node, relative[:-1]))
+            rows_in = _input_rows(qtree, filtered, node.at(relative))
+            rows_out = _output_rows(qtree, filtered, above, node.at(relative[:-1]))
             if rows_in is None or not rows_out:
                 growth = None
                 break
@@ -253,12 +253,6 @@ def _rows_growth(
         if growth is not None:
             return growth
     return None
-
-
-def _node_at(node: PlanNode, relative: tuple[int, ...]) -> PlanNode:
-    for index in relative:
-        node = node.children[index]
-    return node
 
 
 def _descend(qtree: QTree, fingerprint: str, relative: tuple[int, ...]) -> str | None:
