@@ -218,13 +218,14 @@ class QTree:
             ],
         )
         for position, child in enumerate(node.children):
-            if child.uncacheable is None:
+            held = _held(child)
+            if held is not None:
                 self.db.execute(
                     "insert or replace into edges (parent, position, child) values (?, ?, ?)",
-                    [node.fingerprint, position, child.fingerprint],
+                    [node.fingerprint, position, held.fingerprint],
                 )
                 if self._graph is not None:
-                    self._graph.add_edge(node.fingerprint, child.fingerprint)
+                    self._graph.add_edge(node.fingerprint, held.fingerprint)
         if self._graph is not None:
             self._graph.add_node(node.fingerprint, op=node.op)
         return NodeStats(node.fingerprint, node.op, 1, now, now)
@@ -568,3 +569,12 @@ def _subsumption(node: PlanNode) -> tuple[str | None, str | None]:
     """(subsumption key, shape JSON) of an operator a cached result may stand in for."""
     found = subsumption_key(node) if storable(node) else None
     return (None, None) if found is None else (found[0], found[1].dumps())
+
+
+def _held(node: PlanNode) -> PlanNode | None:
+    """``node``, or where the QTree does not hold it (the order-bound ``LocalLimit`` under a
+    query's top rows) the operator it holds right under it, so that invalidating an input
+    reaches every operator above it; None if there is none."""
+    while node.uncacheable is not None and len(node.children) == 1:
+        node = node.children[0]
+    return node if node.uncacheable is None else None
