@@ -13,7 +13,7 @@ sub-expression). Nothing here knows Spark: the bridge turns paths back into Colu
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from criss.qtree.plan import Expr, PlanNode
@@ -129,11 +129,12 @@ class StarFilter:
 
 
 def star_filters(
-    fact_path: Path, fact_ids: set[int], ancestors: Sequence[Ancestor]
+    fact_path: Path, fact_ids: set[int], ancestors: Iterable[Ancestor]
 ) -> list[StarFilter]:
     """Every join key filter that may be applied at the fact input at ``fact_path``.
 
-    ``ancestors`` are the operators from the fact input's parent up to the root. The walk
+    ``ancestors`` are the operators from the fact input's parent up to the root (taken
+    one at a time: those past the first it cannot pass are never asked for). The walk
     goes up through Projects, Filters and INNER joins (where dropping a fact row that has
     no partner changes nothing above) and stops at anything else. At each inner join, an
     equi-key whose one operand reads only fact attributes and whose other reads only the
