@@ -226,12 +226,14 @@ def compiled_classes(spark: Any) -> int:
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
 
 
-def log_compile_times(spark: Any) -> None:
+def log_compile_times(spark: Any, level: str = "INFO") -> None:
     """Have Spark log every class its code generation compiles, with the time it took
-    (``CodeGenerator: Code generated in N ms``, at INFO), leaving every other logger as it is."""
+    (``CodeGenerator: Code generated in N ms``, at INFO; at DEBUG each class's source too;
+    WARN stops it), leaving every other logger as it is."""
     log4j = spark._jvm.org.apache.logging.log4j
     log4j.core.config.Configurator.setLevel(
-        "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator", log4j.Level.INFO
+        "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator",
+        getattr(log4j.Level, level),
     )
 
 

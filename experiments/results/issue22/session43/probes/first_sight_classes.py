@@ -20,12 +20,11 @@ from collections import Counter
 #: Where a class's source starts, and the line Spark logs after compiling it.
 _CLASS = re.compile(r"\*/ (?:public |final )*(?:abstract )?class (\w+)")
 _COMPILED = re.compile(r"Code generated in ([\d.]+) ms")
-_CODEGEN = "org.apache.spark.sql.catalyst.expressions.codegen.CodeGenerator"
 
 
 def run(confs: list[str]) -> None:
     import criss
-    from criss.bridge import compiled_classes
+    from criss.bridge import compiled_classes, log_compile_times
     from criss.sparksession import local_spark
     from criss.workload.tpch.data import register_views
     from criss.workload.tpch.queries import QUERY_IDS, statement
@@ -34,19 +33,18 @@ def run(confs: list[str]) -> None:
     for conf in confs:
         spark.conf.set(*conf.split("=", 1))
     register_views(spark, "data/tpch/sf1")
-    log4j = spark._jvm.org.apache.logging.log4j
     for template in QUERY_IDS:
         sql = statement(template, seed=500 + template).sql
         spark.sql(sql).collect()
         spark.sql(sql).collect()
         cs = criss.session(spark, home=tempfile.mkdtemp(prefix="first-sight-classes-"))
-        log4j.core.config.Configurator.setLevel(_CODEGEN, log4j.Level.DEBUG)
+        log_compile_times(spark, "DEBUG")
         print(f"=== Q{template} BEGIN", file=sys.stderr, flush=True)
         before = compiled_classes(spark)
         cs.sql(sql).collect()
         count = compiled_classes(spark) - before
         print(f"=== Q{template} END {count}", file=sys.stderr, flush=True)
-        log4j.core.config.Configurator.setLevel(_CODEGEN, log4j.Level.WARN)
+        log_compile_times(spark, "WARN")
         cs.settle_harvests()
         cs.close()
     spark.stop()

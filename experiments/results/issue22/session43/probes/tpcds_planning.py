@@ -18,6 +18,7 @@ from pathlib import Path
 from pyspark.errors import PySparkException
 
 import criss
+from criss.bridge import optimized_plan
 from criss.sparksession import local_spark
 from criss.workload.tpcds.data import register_views
 from criss.workload.tpcds.queries import query, query_ids
@@ -29,7 +30,7 @@ def measure(spark, cs) -> list[dict]:
         text = query(name)
         frame = spark.sql(text)
         started = time.perf_counter()
-        frame._jdf.queryExecution().optimizedPlan()
+        optimized_plan(frame)
         optimize = time.perf_counter() - started
         try:
             frame.collect()
