@@ -83,6 +83,13 @@ def has_comparison(condition: Expr | None) -> bool:
     )
 
 
+def mentions_comparison(condition: Expr | None) -> bool:
+    """Whether an ordering comparison is anywhere in ``condition``: a necessary condition
+    for :func:`has_comparison` that also holds in Spark's canonical form, which flattens
+    ANDs into a ``MultiCommutativeOp``."""
+    return condition is not None and condition.mentions(lambda e: e.cls in _COMPARISONS)
+
+
 def attribute_ids(expr: Expr) -> set[int]:
     """exprIds of every attribute ``expr`` references."""
     found: set[int] = set()

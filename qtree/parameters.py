@@ -83,11 +83,11 @@ def _through_projects(node: PlanNode) -> Iterator[PlanNode]:
 def _selects_by_no_value(node: PlanNode) -> bool:
     if node.op in LIMITING:
         return False
-    if any(_mentions(expr, _is_scoped) for expr in _expressions(node)):
+    if any(expr.mentions(_is_scoped) for expr in _expressions(node)):
         return False
     condition = node.args.get("condition")
     return not (
-        node.op in SELECTING and isinstance(condition, Expr) and _mentions(condition, _is_literal)
+        node.op in SELECTING and isinstance(condition, Expr) and condition.mentions(_is_literal)
     )
 
 
@@ -97,10 +97,6 @@ def _expressions(node: PlanNode) -> Iterator[Expr]:
             yield value
         elif isinstance(value, (list, tuple)):
             yield from (v for v in value if isinstance(v, Expr))
-
-
-def _mentions(expr: Expr, wanted) -> bool:
-    return wanted(expr) or any(_mentions(child, wanted) for child in expr.children)
 
 
 def _is_literal(expr: Expr) -> bool:

@@ -165,6 +165,10 @@ class Expr:
     fields: tuple[tuple[str, Any], ...]
     children: tuple[Expr, ...]
 
+    def mentions(self, wanted: Callable[[Expr], bool]) -> bool:
+        """Whether this expression or any under it is ``wanted``."""
+        return wanted(self) or any(child.mentions(wanted) for child in self.children)
+
     @property
     def attribute_id(self) -> Any:
         """An attribute's id (None for another expression): in a canonical plan, its

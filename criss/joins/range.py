@@ -35,6 +35,7 @@ from criss.qtree.joins import (
     detect_range,
     equi_keys,
     has_comparison,
+    mentions_comparison,
     one_sided_bound,
     signature,
 )
@@ -464,23 +465,17 @@ def _with_unmatched(
 
 
 def _may_compare(site: JoinSite, context: JoinContext) -> bool:
-    """Whether the join's condition holds an ordering comparison anywhere, as the query's
+    """Whether the join's condition may hold an ordering comparison, as the query's
     canonical tree has it: without one it has no range predicate, and its condition need
     not be fetched from the JVM (TPC-DS q14a's 330 joins: 0.2 s fetched one by one). Where
-    the tree does not tell (a plan with rewritten joins), it may."""
+    the tree does not tell (no join at the site's path), it may."""
     try:
         known = None if context.tree is None else context.tree.at(site.path)
-    except IndexError:  # a plan whose joins were rewritten: its paths are its own
+    except IndexError:  # the canonical tree does not reach the site's path: ask the JVM
         return True
     if known is None or known.op != "Join":
         return True
     condition = known.args.get("condition")
-    if condition is None:
-        return False
-    return not isinstance(condition, Expr) or _mentions_comparison(condition)
-
-
-def _mentions_comparison(expr: Expr) -> bool:
-    # anywhere, not only among the conjuncts: Spark's canonical form flattens ANDs into a
-    # MultiCommutativeOp, which ``has_comparison`` (over the JVM's condition) looks through
-    return has_comparison(expr) or any(_mentions_comparison(c) for c in expr.children)
+    if condition is not None and not isinstance(condition, Expr):
+        return True  # not an expression tree: the JVM's condition tells
+    return mentions_comparison(condition)
