@@ -39,6 +39,7 @@ COST_SOURCES = {
     "selectivity": "bounded by the measured selectivity of its lifted conditions",
     "measured": "the lifts measured in this home",
     "estimate": "assumed before any lift was measured",
+    "scan": "the same scan, its extra rows priced as the copy's write",
 }
 
 
@@ -94,6 +95,15 @@ def decide_lift(facts: LiftFacts) -> Decision:
     if gain > 0:
         return Decision(CACHE, "lift_pays", numbers, source)
     return Decision(SKIP, "lift_no_gain", numbers, source)
+
+
+def decide_widening(facts: LiftFacts) -> Decision:
+    """Widen a selection (``cache``, ``criss.planner.widen``) on the lift's terms: its Texec
+    is the selection's, and computing it is the same scan (``cost_ratio`` 1): what it adds
+    is the rows the varying conditions would drop, priced as writing the copy."""
+    decision = decide_lift(facts)
+    reason = "widen_pays" if decision.action == CACHE else "widen_no_gain"
+    return Decision(decision.action, reason, decision.numbers, decision.source)
 
 
 def refused_lift(reason: str, **numbers: Any) -> Decision:

@@ -134,6 +134,25 @@ REASONS: Mapping[str, str] = {
     ),
     "lift_too_large": "not lifted: {why}",
     "lift_refused": "not lifted: refused before ({why})",
+    # widening a selection to the conditions its template shares (criss.planner.widen)
+    "widen_pays": (
+        "widened: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s "
+        "- {read_seconds:.3f}s to read the copy) gain {gain:.3f}s more than writing it "
+        "({write_seconds:.3f}s for {lifted_rows:,.0f}+ rows) costs"
+    ),
+    "widen_no_gain": (
+        "not widened: {expected_values:.2f} new parameter values expected x (Texec "
+        "{texec:.3f}s - {read_seconds:.3f}s to read the copy) do not pay for writing it "
+        "({write_seconds:.3f}s for {lifted_rows:,.0f}+ rows): gain {gain:.3f}s"
+    ),
+    "widen_eager": (
+        "widened: lift_aggregates=eager (the benefit model would not: gain {gain:.3f}s)"
+    ),
+    "widen_unmeasured": "not widened: no Texec measured for the selection under other values",
+    "widen_cheap": (
+        "not widened: measured Texec {texec:.3f}s under other values < min_texec {min_texec}s"
+    ),
+    "widen_refused": "not widened: refused before ({why})",
 }
 
 

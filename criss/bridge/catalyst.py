@@ -14,7 +14,7 @@ from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, KnownRelations,
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
-from criss.bridge.lift import lifted_aggregate, lifted_row_width
+from criss.bridge.lift import lifted_aggregate, lifted_row_width, widened_selection
 from criss.bridge.lossy import settings_of
 from criss.bridge.plans import optimized_plan
 from criss.bridge.rewrite import ReadPlans, with_replacements
@@ -191,6 +191,17 @@ class CatalystBridge:
         conditions: for each site, the columns at its positions of the input of the Filter
         at its relative path (see criss.bridge.lift)."""
         return lifted_aggregate(self, aggregate, sites)
+
+    @jvm_errors("widen the selection to the conditions its template shares")
+    def widened_selection(self, selection: Any, sites: list[LiftSite]) -> DataFrame:
+        """``selection`` without the conditions that read only the columns at each site's
+        positions of the input of the Filter at its relative path, which it outputs
+        instead (see criss.bridge.lift)."""
+        return widened_selection(self, selection, sites)
+
+    def row_width(self, df: DataFrame) -> int:
+        """Spark's default width in bytes of a row of ``df``."""
+        return int(df._jdf.schema().defaultSize())
 
     def lifted_row_width(self, aggregate: Any, sites: list[LiftSite]) -> int:
         """Spark's default width in bytes of a row of ``aggregate`` lifted over ``sites``."""

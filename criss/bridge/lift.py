@@ -1,5 +1,6 @@
 """A lifted aggregate: the query's Aggregate grouped also by the columns its parameters
-filter, without those conditions (see ``criss.planner.lift``).
+filter, without those conditions (see ``criss.planner.lift``); a widened selection: a
+table's selection without the conditions its template varies (``criss.planner.widen``).
 
 Built from the optimized plan's own nodes: each Filter holding parameters loses its
 conditions on the lifted columns, every Project between it and the Aggregate passes those
@@ -10,6 +11,7 @@ into a sum and a count. Expressions keep their exprIds, so every reference still
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.plans import conjuncts
@@ -41,7 +43,7 @@ def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSit
     positions of the input of the Filter at its relative path under the aggregate."""
     from pyspark.sql import functions as F
 
-    child, lifted = _rebuilt(bridge, aggregate.child(), (0,), dict(sites))
+    child, lifted = _rebuilt(bridge, aggregate.child(), (0,), dict(sites), _on_lifted)
     frame = bridge.dataframe_of(child)
     grouping = _items(aggregate.groupingExpressions())
     grouped = _grouped_ids(grouping)
@@ -60,6 +62,21 @@ def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSit
             argument = bridge.column(function.children().apply(0))
             measures += [F.sum(argument), F.count(argument)]
     return frame.groupBy(*groups).agg(*measures)
+
+
+def widened_selection(bridge: CatalystBridge, selection: Any, sites: list[LiftSite]) -> DataFrame:
+    """``selection`` (a JVM Project or Filter over a scan) without the conditions its
+    template's statements vary (see ``criss.qtree.widen``): at each site, every condition
+    reading only the columns at its positions is dropped (their NOT NULLs too), and the
+    Projects above pass those columns up."""
+    widened, _ = _rebuilt(bridge, selection, (), dict(sites), _reads_only)
+    return bridge.dataframe_of(widened)
+
+
+def _reads_only(conjunct: Any, ids: set[int]) -> bool:
+    """A condition whose columns are all among ``ids``."""
+    columns = {_id(a) for a in _items(conjunct.references().toSeq())}
+    return bool(columns) and columns <= ids
 
 
 def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
@@ -95,22 +112,24 @@ def _rebuilt(
     node: Any,
     path: tuple[int, ...],
     sites: dict[tuple[int, ...], list[int]],
+    drops: Callable[[Any, set[int]], bool],
 ) -> tuple[Any, list[Any]]:
-    """``node`` (at ``path`` under the aggregate) without the parameter conditions of the
-    sites at or under it, and the lifted columns it now passes up."""
+    """``node`` (at ``path`` under the aggregate) without the conditions on the columns of
+    the sites at or under it that ``drops`` (conjunct, their exprIds) names, and the lifted
+    columns it now passes up."""
     if not any(p[: len(path)] == path for p in sites):
         return node, []
     kids = [node.children().apply(i) for i in range(node.children().size())]
     lifted: list[Any] = []
     for index, kid in enumerate(kids):
-        kids[index], below = _rebuilt(bridge, kid, path + (index,), sites)
+        kids[index], below = _rebuilt(bridge, kid, path + (index,), sites, drops)
         lifted += below
     if path in sites:
         if _name(node) != "Filter":
             raise BridgeError(f"no Filter at {path} under the aggregate to lift")
         here = [kids[0].output().apply(p) for p in sites[path]]
         ids = {_id(a) for a in here}
-        kept = [c for c in conjuncts(node.condition()) if not _on_lifted(c, ids)]
+        kept = [c for c in conjuncts(node.condition()) if not drops(c, ids)]
         lifted += here
         return _filtered(bridge, kept, kids[0]), lifted
     if _name(node) == "Project":

@@ -29,6 +29,7 @@ from criss.planner.match import CacheView, match
 from criss.planner.materialize import materialize
 from criss.planner.serve import serve, would_serve
 from criss.planner.spark_cache import cache_in_action
+from criss.planner.widen import widen
 from criss.planner.workspace import Lease, Workspace
 from criss.planner.writethrough import write_through
 from criss.qtree.plan import PlanNode
@@ -69,6 +70,7 @@ def plan_query(
         served = serve(work, view)
     with record.timed("lift"):
         lift(work, view, served, rules)
+        widen(work, view, served, rules)
     for values, seconds in session.bridge.take_local_reads():
         session.learning.learn_local_read(values, seconds)
     with record.timed("decide"):

@@ -38,7 +38,8 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
         lines.append(f"  join: {choice.describe()}")
     for lift in record.lifts:
         decision = Decision.from_json(lift)
-        lines.append(f"  lift of Aggregate [{lift['fingerprint'][:12]}]: {describe(decision)}")
+        what = "widening of selection" if lift.get("kind") == "selection" else "lift of Aggregate"
+        lines.append(f"  {what} [{lift['fingerprint'][:12]}]: {describe(decision)}")
     for operator in record.operators:
         lines.append(_operator_line(record, operator, labels))
     return "\n".join(lines)

@@ -19,6 +19,7 @@ tried again for that aggregate (QTree meta ``lift.refused:<key>:<grouping and ou
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from criss.planner.match import CacheView, match
@@ -49,6 +50,8 @@ from criss.records import Served
 from criss.tables import table_rows
 
 if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
     from criss.bridge.spark_cache import CachedResult
     from criss.policies.decisions import CachingRules
     from criss.qtree.tree import QTree
@@ -124,28 +127,58 @@ def _lift_one(
     )
     if decision.action != CACHE:
         return None
-    pending = len(work.lease.caches)
-    try:
-        sites = lift_sites(node, columns)
-        lifted = session.bridge.lifted_aggregate(work.captured.node_at(node.path), sites)
-        found = _cache_lifted(work, view, lifted, node, shape, key, refusal)
-        if found is None:
-            return None
-        fingerprint, derivation, cached = found
-        _serve_lifted(work, node, fingerprint, derivation, cached)
-    except Exception as exc:  # any type: the query runs as it would have, unlifted
-        log.info("aggregate %s not lifted: %s", node.fingerprint[:12], exc)
-        qtree.set_meta(refusal, str(exc)[:200])
-        for unused in work.lease.caches[pending:]:  # prepared, but read by nothing
-            release_cached(unused)
-        del work.lease.caches[pending:]
+    placed = serve_from_finer(
+        work,
+        view,
+        node,
+        lambda: session.bridge.lifted_aggregate(
+            work.captured.node_at(node.path), lift_sites(node, columns)
+        ),
+        (key, shape, refusal),
+        LIFT_MAX_ROWS,
+    )
+    if placed is None:
         return None
+    fingerprint = placed[0].fingerprint
+    if placed[1].by_action:
+        work.counters["aggregates_lifted_in_action"] += 1
     work.counters["aggregates_lifted"] += 1
     learn = decision.numbers.get("cost_basis") != "selectivity"
     try:
         session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
     except Exception as exc:  # the lift is placed: failing to note it only costs learning
         log.info("lift of %s not noted for learning: %s", node.fingerprint[:12], exc)
+    return placed
+
+
+def serve_from_finer(
+    work: Workspace,
+    view: CacheView,
+    node: PlanNode,
+    build: Callable[[], DataFrame],
+    keyed: tuple[str, Shape, str],
+    max_rows: int,
+) -> tuple[Reuse, Served] | None:
+    """Cache what ``build`` makes (a DataFrame holding ``node``'s rows and more: a lifted
+    aggregate, a widened selection) and serve ``node`` from it. ``keyed``: ``node``'s
+    subsumption key and shape, and the QTree meta key under which a failure, or a result
+    that cannot serve or exceeds ``max_rows`` rows, is refused for good. None where it is:
+    the query then runs as it would have."""
+    key, shape, refusal = keyed
+    pending = len(work.lease.caches)
+    try:
+        found = _cache_finer(work, view, build(), node, shape, key, refusal, max_rows)
+        if found is None:
+            return None
+        fingerprint, derivation, cached = found
+        _serve_finer(work, node, fingerprint, derivation, cached)
+    except Exception as exc:  # any type: the query runs as it would have
+        log.info("%s at %s not served from a finer result: %s", node.op, node.path, exc)
+        work.session.qtree.set_meta(refusal, str(exc)[:200])
+        for unused in work.lease.caches[pending:]:  # prepared, but read by nothing
+            release_cached(unused)
+        del work.lease.caches[pending:]
+        return None
     entry = view.entries.get(fingerprint)
     total = entry.num_partitions if entry is not None else 0
     return Reuse(node.path, fingerprint, derivation.rule, derivation=derivation), Served(
@@ -291,7 +324,7 @@ def _input_rows(qtree: QTree, filtered: str | None, filter_here: PlanNode) -> in
     return None if stats is None else stats.rows
 
 
-def _serve_lifted(
+def _serve_finer(
     work: Workspace,
     node: PlanNode,
     fingerprint: str,
@@ -306,16 +339,16 @@ def _serve_lifted(
     work.replacements[node.path] = work.session.bridge.derived_plan(
         work.captured.node_at(node.path), cached.positional_frame(), derivation
     )
-    work.counters["aggregates_lifted_in_action"] += 1
 
 
-def _cache_lifted(
-    work, view, lifted, node, shape, key, refusal
+def _cache_finer(
+    work, view, lifted, node, shape, key, refusal, max_rows
 ) -> tuple[str, Derivation, CachedResult | None] | None:
-    """Cache the lifted aggregate (a planned query of its own, recorded in the QTree): its
+    """Cache ``lifted`` (a planned query of its own, recorded in the QTree): its
     fingerprint, how it serves ``node`` (of ``shape``), and the relation of Spark's cache the user's
     action fills with it (None: a job computed and wrote it here, where the action cannot).
-    None if it cannot serve or is too large (meta ``refusal`` set: not tried again)."""
+    None if it cannot serve or has more than ``max_rows`` rows (meta ``refusal`` set: not
+    tried again)."""
     session = work.session
     captured = session.bridge.capture(lifted)
     tree = session.canonical_tree(captured)
@@ -336,13 +369,13 @@ def _cache_lifted(
     if builds_spark_cache_in_action(session):
         # the user's action computes it on the way to this query's rows: no job of its own
         cached = prepare_cached(
-            sub, top, top.path, query_result=False, max_rows=LIFT_MAX_ROWS, refusal=refusal
+            sub, top, top.path, query_result=False, max_rows=max_rows, refusal=refusal
         )
         return top.fingerprint, derivation, cached
     materialize(sub, top, query_result=False)
     work.sources.update(sub.sources)
     stats = session.qtree.get(top.fingerprint)
-    if stats is not None and (stats.rows or 0) > LIFT_MAX_ROWS:
+    if stats is not None and (stats.rows or 0) > max_rows:
         session.qtree.set_meta(refusal, "too large")
         _drop(work, top.fingerprint)
         return None
