@@ -99,8 +99,9 @@ REWRITE_KINDS = (
 def reuse_kinds(queries: list[dict[str, Any]], keys: list[str]) -> dict[str, int]:
     """How often each kind of reuse fired along the stream: ``repeat`` (a statement seen
     before, read from the cache), ``subtree`` (an operator of a statement not seen before,
-    read exactly), each rewrite rule, and ``lifted`` (aggregates lifted over parameters)."""
-    kinds = dict.fromkeys(("repeat", "subtree", *REWRITE_KINDS, "lifted"), 0)
+    read exactly), each rewrite rule, ``lifted`` (aggregates lifted over parameters) and
+    ``widened`` (selections copied under the conditions their statements share)."""
+    kinds = dict.fromkeys(("repeat", "subtree", *REWRITE_KINDS, "lifted", "widened"), 0)
     seen: set[str] = set()
     for key, record in zip(keys, queries, strict=True):
         counters = record.get("criss") or {}
@@ -110,6 +111,7 @@ def reuse_kinds(queries: list[dict[str, Any]], keys: list[str]) -> dict[str, int
         for kind, count in rewrites.items():
             kinds[kind] += count
         kinds["lifted"] += counters.get("aggregates_lifted", 0)
+        kinds["widened"] += counters.get("selections_widened", 0)
         seen.add(key)
     return kinds
 

@@ -118,12 +118,20 @@ def test_reuse_kinds_tell_repeats_subtrees_and_rules_apart():
     queries = [
         {"criss": {}},
         {"criss": {"operators_reused": 1}},  # a statement seen before: a repeat
-        {"criss": {"operators_reused": 2, "rewrites_aggregate_rollup": 1, "aggregates_lifted": 1}},
+        {
+            "criss": {
+                "operators_reused": 2,
+                "rewrites_aggregate_rollup": 1,
+                "aggregates_lifted": 1,
+                "selections_widened": 1,
+            }
+        },
         {"criss": {"operators_reused": 1, "rewrites_filter_subsumption": 1}},
     ]
     kinds = reuse_kinds(queries, ["a", "a", "b", "c"])
     assert kinds["repeat"] == 1 and kinds["subtree"] == 1
     assert kinds["aggregate_rollup"] == kinds["filter_subsumption"] == kinds["lifted"] == 1
+    assert kinds["widened"] == 1
 
 
 def test_an_experiment_runs_end_to_end(tpch, tpch_dir, tmp_path):

@@ -412,6 +412,7 @@ def criss_summary(query: Any) -> dict[str, Any]:
         summary["lift_decisions"] = [
             {
                 "reason": lift["reason"],
+                "kind": lift.get("kind", "aggregate"),
                 **{k: round(lift["numbers"][k], 4) for k in LIFT_NUMBERS if k in lift["numbers"]},
             }
             for lift in query.lifts
