@@ -349,6 +349,7 @@ def test_every_reason_renders_with_its_numbers():
         "cost_ratio": 1.8,
         "cost_source": "the lifts measured in this home",
         "gain": -0.1,
+        "lifted_rows": 1200.0,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

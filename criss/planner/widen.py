@@ -28,7 +28,7 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from criss.planner.lift import serve_from_finer
+from criss.planner.lift import LIFT_MAX_ROWS, serve_from_finer
 from criss.planner.match import CacheView
 from criss.planner.serve import ServedReuses
 from criss.planner.workspace import Workspace
@@ -170,9 +170,10 @@ def _weigh(
         )
     )
     max_rows = row_bound(texec, rules, row_bytes)
-    if decision.action != CACHE and session.options.lift_aggregates == "eager":
-        decision = Decision(CACHE, "widen_eager", decision.numbers, decision.source)
-        max_rows = max(max_rows, int(rows) * 100)
+    if session.options.lift_aggregates == "eager":  # whatever the numbers say, to the lift's bound
+        max_rows = max(max_rows, LIFT_MAX_ROWS)
+        if decision.action != CACHE:
+            decision = Decision(CACHE, "widen_eager", decision.numbers, decision.source)
     decision.numbers["max_rows"] = max_rows
     return decision, max_rows, frame
 
