@@ -8,6 +8,7 @@ by filter subsumption. The table holds NULLs, NaN and boundary values.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 
 import pytest
@@ -15,8 +16,11 @@ from rowcompare import assert_same_rows
 from sparkjobs import jobs_in
 
 import criss
+from criss.planner.widen import selection_texec
+from criss.qtree.plan import PlanNode
 from criss.qtree.predicates import Atom
 from criss.qtree.subsume import FILTER_SUBSUMPTION, Shape
+from criss.qtree.tree import QTree
 from criss.qtree.widen import shared_selection
 
 NAN = float("nan")
@@ -208,3 +212,42 @@ def test_tpch_q19_is_widened_and_its_later_statements_served(tpch, tmp_path):
         assert summary.get("selections_widened", 0) == (2 if position == 2 else 0), said
         assert summary.get(FILTERED, 0) == (2 if position >= 2 else 0), said
     cs.close()
+
+
+# --- the selection's Texec, from what its statements measured ------------------------------
+
+
+def _node(op: str, *children, name: str = "") -> PlanNode:
+    fingerprint = hashlib.sha256((op + name + "".join(c.fingerprint for c in children)).encode())
+    return PlanNode(op, {}, children, fingerprint=fingerprint.hexdigest()[:32])
+
+
+@pytest.fixture
+def join_of_two_selections(tmp_path):
+    """Join(streamed selection of a fact table, broadcast selection of a dimension)."""
+    fact = _node("Project", _node("Filter", _node("Relation", name="fact")))
+    dimension = _node("Project", _node("Filter", _node("Relation", name="dimension")))
+    join = _node("Join", fact, dimension)
+    qtree = QTree(tmp_path / "catalog.db")
+    qtree.observe(_node("Aggregate", join))
+    yield qtree, fact.fingerprint, dimension.fingerprint, join.fingerprint
+    qtree.close()
+
+
+def test_a_selection_measured_in_its_own_stage_keeps_its_texec(join_of_two_selections):
+    qtree, _, dimension, _ = join_of_two_selections
+    qtree.record_stats(dimension, texec=0.4, size_bytes=100, rows=10)
+    assert selection_texec(qtree, dimension) == pytest.approx(0.4)
+
+
+def test_a_selection_run_in_the_stage_above_gets_that_stage_less_the_other_inputs(
+    join_of_two_selections,
+):
+    """Spark streams the fact selection into the join: its own Texec reads 0, the join's
+    stage holds it and the join's work, less the broadcast dimension's own stage."""
+    qtree, fact, dimension, join = join_of_two_selections
+    qtree.record_stats(fact, texec=0.0, size_bytes=100, rows=10)
+    qtree.record_stats(join, texec=2.3, size_bytes=100, rows=10)
+    assert selection_texec(qtree, fact) is None  # the dimension's share is not known
+    qtree.record_stats(dimension, texec=0.4, size_bytes=100, rows=10)
+    assert selection_texec(qtree, fact) == pytest.approx(1.9)

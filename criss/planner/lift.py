@@ -76,20 +76,22 @@ def lift(work: Workspace, view: CacheView, served: ServedReuses, rules: CachingR
     options = work.session.options
     if options.reuse_scope != "operators" or options.lift_aggregates == "off":
         return
-    for node in _candidates(work.matched.tree, served):
+    for node in highest_outside(work.matched.tree, served, lambda n: n.op == "Aggregate"):
         done = _lift_one(work, view, node, rules)
         if done is not None:
             served[node.path] = done
 
 
-def _candidates(tree: PlanNode, served: ServedReuses):
-    """Aggregates outside the served subtrees, highest first (an outer one lifted serves
-    what is under it too)."""
+def highest_outside(
+    tree: PlanNode, served: ServedReuses, wanted: Callable[[PlanNode], bool]
+) -> list[PlanNode]:
+    """The highest operators ``wanted`` accepts outside the served subtrees (one served
+    from a finer result serves what is under it too)."""
 
     def visit(node: PlanNode):
         if within(node.path, served):
             return
-        if node.op == "Aggregate" and storable(node):
+        if storable(node) and wanted(node):
             yield node
             return
         for child in node.children:

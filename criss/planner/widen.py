@@ -28,17 +28,16 @@ import json
 import logging
 from typing import TYPE_CHECKING
 
-from criss.planner.lift import LIFT_MAX_ROWS, serve_from_finer
+from criss.planner.lift import LIFT_MAX_ROWS, highest_outside, serve_from_finer
 from criss.planner.match import CacheView
 from criss.planner.serve import ServedReuses
 from criss.planner.workspace import Workspace
 from criss.policies.decisions import CACHE, Decision
 from criss.policies.lifting import LiftFacts, decide_widening, refused_lift
-from criss.qtree.plan import PlanNode, within
-from criss.qtree.rewrite import Reuse, storable
+from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import Reuse
 from criss.qtree.subsume import Shape, subsumption_key
 from criss.qtree.widen import (
-    SELECTION_OPERATORS,
     Widening,
     selection_sites,
     selects_one_table,
@@ -63,25 +62,10 @@ def widen(work: Workspace, view: CacheView, served: ServedReuses, rules: Caching
     options = work.session.options
     if options.reuse_scope != "operators" or options.lift_aggregates == "off":
         return
-    for node in _candidates(work.matched.tree, served):
+    for node in highest_outside(work.matched.tree, served, selects_one_table):
         done = _widen_one(work, view, node, rules)
         if done is not None:
             served[node.path] = done
-
-
-def _candidates(tree: PlanNode, served: ServedReuses) -> list[PlanNode]:
-    """The highest selection of one table on each branch outside the served subtrees."""
-
-    def visit(node: PlanNode):
-        if within(node.path, served):
-            return
-        if node.op in SELECTION_OPERATORS and storable(node) and selects_one_table(node):
-            yield node
-            return
-        for child in node.children:
-            yield from visit(child)
-
-    return list(visit(tree))
 
 
 def _widen_one(
