@@ -251,3 +251,31 @@ def test_a_selection_run_in_the_stage_above_gets_that_stage_less_the_other_input
     assert selection_texec(qtree, fact) is None  # the dimension's share is not known
     qtree.record_stats(dimension, texec=0.4, size_bytes=100, rows=10)
     assert selection_texec(qtree, fact) == pytest.approx(1.9)
+
+
+@pytest.mark.spark
+def test_a_copy_of_files_since_rewritten_serves_nothing(spark, tmp_path):
+    """The table's files are rewritten after its selection was widened: the next statement
+    gets plain Spark's rows over the new files, none from the copy of the old ones."""
+    path = str(tmp_path / "stale")
+
+    def write(offset: int) -> None:
+        rows = [(i % 20 + offset, float(i), "pq"[i % 2]) for i in range(60)]
+        spark.createDataFrame(rows, "x int, f double, h string").coalesce(1).write.mode(
+            "overwrite"
+        ).parquet(path)
+        spark.read.parquet(path).createOrReplaceTempView("stale_t")
+
+    def selection(low: int) -> str:
+        return f"select x, f from stale_t where h = 'p' and x between {low} and {low + 2}"
+
+    write(0)
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
+    for low in (1, 5):
+        _through(cs, spark, selection(low))
+    assert _through(cs, spark, selection(10)).get("selections_widened", 0) == 1
+    assert _through(cs, spark, selection(14)).get(FILTERED, 0) == 1  # the copy serves
+    write(3)
+    summary = _through(cs, spark, selection(14))
+    assert summary.get(FILTERED, 0) == 0 and summary.get("operators_reused", 0) == 0
+    cs.close()
