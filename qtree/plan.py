@@ -63,9 +63,13 @@ class PlanNode:
 
     def walk(self) -> Iterator[PlanNode]:
         """Pre-order walk."""
-        yield self
-        for child in self.children:
-            yield from child.walk()
+        # a stack, not recursive generators (each level of ``yield from`` costs every
+        # operator under it a step; TPC-DS plans are hundreds of operators deep)
+        stack = [self]
+        while stack:
+            node = stack.pop()
+            yield node
+            stack.extend(reversed(node.children))
 
     def walk_bottom_up(self) -> Iterator[PlanNode]:
         for child in self.children:

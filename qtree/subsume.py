@@ -27,6 +27,7 @@ results that might serve it with one lookup.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass, replace
@@ -50,6 +51,10 @@ FILTER_SUBSUMPTION = "filter-subsumption"
 AGGREGATE_ROLLUP = "aggregate-rollup"
 #: How a rolled-up aggregate is computed from the cached one's outputs.
 ROLLUPS = {"Sum": "sum", "Count": "count", "Min": "min", "Max": "max"}
+
+
+#: Decoded shapes kept (immutable values, a few KB each).
+SHAPES_REMEMBERED = 4096
 
 
 @dataclass(frozen=True)
@@ -77,14 +82,21 @@ class Shape:
 
     @classmethod
     def loads(cls, text: str) -> Shape:
-        data = json.loads(text)
-        return cls(
-            data["kind"],
-            frozenset(Atom.from_json(a) for a in data["atoms"]),
-            tuple(data["columns"]),
-            tuple(data["grouping"]),
-            tuple(AggregateOutput.from_json(o) for o in data["outputs"]),
-        )
+        """The shape ``text`` (from :meth:`dumps`) spells; the QTree hands every query the
+        shapes of all operators over a table it selects from, so decoded ones are kept."""
+        return _decoded_shape(text)
+
+
+@functools.lru_cache(maxsize=SHAPES_REMEMBERED)
+def _decoded_shape(text: str) -> Shape:
+    data = json.loads(text)
+    return Shape(
+        data["kind"],
+        frozenset(Atom.from_json(a) for a in data["atoms"]),
+        tuple(data["columns"]),
+        tuple(data["grouping"]),
+        tuple(AggregateOutput.from_json(o) for o in data["outputs"]),
+    )
 
 
 def subsumption_key(node: PlanNode) -> tuple[str, Shape] | None:

@@ -253,3 +253,14 @@ def test_lift_sites_are_the_filters_whose_columns_reach_the_aggregate():
     semi_right = output_lineage(semi.children[0].children[1].children[0])[0]
     with pytest.raises(LookupError):
         lift_sites(semi, (semi_right,))
+
+
+def test_a_decoded_shape_is_kept_and_equal_to_a_fresh_decoding():
+    """Every unserved query decodes the shapes recorded on the tables it selects from: a
+    text decoded before is answered from memory, with a value equal to its decoding."""
+    from criss.qtree.subsume import _decoded_shape
+
+    text = CACHED_GROUPS.dumps()
+    first = Shape.loads(text)
+    assert Shape.loads(text) is first
+    assert _decoded_shape.__wrapped__(text) == first == CACHED_GROUPS

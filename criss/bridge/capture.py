@@ -7,7 +7,6 @@ repeated plan's tree is remembered (``RememberedTrees``).
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import itertools
 import json
@@ -142,6 +141,27 @@ def _relation_dicts(value: Any):
     return (d for d in json_dicts(value) if d.get("class") == LOGICAL_RELATION)
 
 
+def _copied_to_relations(value: Any) -> Any:
+    """``value`` with every file relation's JSON object, and each object or list holding
+    one, copied (what an identity is written into); the rest shared, not copied: a TPC-DS
+    operator's expressions run to thousands of objects, its relations to a few."""
+    if isinstance(value, dict):
+        if value.get("class") == LOGICAL_RELATION:
+            return dict(value)
+        copied = {
+            k: _copied_to_relations(v)
+            for k, v in value.items()
+            if k != "originalRoot" and isinstance(v, (dict, list))
+        }
+        if all(copied[k] is value[k] for k in copied):
+            return value
+        return {k: copied.get(k, v) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_copied_to_relations(v) if isinstance(v, (dict, list)) else v for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    return value
+
+
 def _subquery_relations(jnode: Any) -> list[Any]:
     """The LogicalRelations read by ``jnode``'s subquery expressions, in JSON order: each
     subquery plan pre-order, a node's own subqueries right after it."""
@@ -260,7 +280,8 @@ class CapturedPlan:
         """``node`` with each file relation its subquery expressions read identified (key
         and version of its files) in its args, so that a change of those files changes its
         fingerprint; one that is not a file relation stays null (never cached)."""
-        args = copy.deepcopy(node.args)  # the tree may be a remembered one: never mutate it
+        # the tree may be a remembered one: never mutate it
+        args = _copied_to_relations(node.args)
         holders = list(_relation_dicts(args))
         relations = _subquery_relations(jnode)
         if len(holders) != len(relations):

@@ -206,14 +206,24 @@ def _preorder_paths(nodes: list[dict[str, Any]]) -> list[tuple[int, ...]]:
 def json_dicts(value: Any) -> Iterator[dict[str, Any]]:
     """Every JSON object in ``value``, in document order (expressions are pre-order lists),
     but those under ``originalRoot`` (a MultiCommutativeOp's spelling, not a child)."""
-    if isinstance(value, dict):
-        yield value
-        for key, item in value.items():
-            if key != "originalRoot":
-                yield from json_dicts(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from json_dicts(item)
+    # a stack, not recursive generators: each level of ``yield from`` costs every object
+    # under it a step, and TPC-DS plans nest expressions dozens deep
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(
+                reversed(
+                    [v for k, v in item.items() if k != "originalRoot" and isinstance(v, _NESTED)]
+                )
+            )
+        elif isinstance(item, list):
+            stack.extend(reversed([v for v in item if isinstance(v, _NESTED)]))
+
+
+#: What JSON objects may hold nested objects.
+_NESTED = (dict, list)
 
 
 def _jvm_expressions(jnode: Any) -> Iterator[Any]:
