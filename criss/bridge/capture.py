@@ -173,11 +173,13 @@ def _subquery_relations(jnode: Any) -> list[Any]:
             walk(subqueries.apply(i))
 
     def walk(plan: Any) -> None:
-        if str(plan.getClass().getName()) == LOGICAL_RELATION:
+        children = plan.children()
+        count = children.size()
+        # a relation is a leaf: only leaves are asked their class (two calls a node)
+        if count == 0 and str(plan.getClass().getName()) == LOGICAL_RELATION:
             found.append(plan)
         plans_of(plan)
-        children = plan.children()
-        for i in range(children.size()):
+        for i in range(count):
             walk(children.apply(i))
 
     plans_of(jnode)
