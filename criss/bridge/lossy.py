@@ -203,6 +203,10 @@ def _preorder_paths(nodes: list[dict[str, Any]]) -> list[tuple[int, ...]]:
     return paths
 
 
+#: What JSON objects may hold nested objects.
+_NESTED = (dict, list)
+
+
 def json_dicts(value: Any) -> Iterator[dict[str, Any]]:
     """Every JSON object in ``value``, in document order (expressions are pre-order lists),
     but those under ``originalRoot`` (a MultiCommutativeOp's spelling, not a child)."""
@@ -220,10 +224,6 @@ def json_dicts(value: Any) -> Iterator[dict[str, Any]]:
             )
         elif isinstance(item, list):
             stack.extend(reversed([v for v in item if isinstance(v, _NESTED)]))
-
-
-#: What JSON objects may hold nested objects.
-_NESTED = (dict, list)
 
 
 def _jvm_expressions(jnode: Any) -> Iterator[Any]:
