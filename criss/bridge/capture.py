@@ -173,6 +173,15 @@ def _subquery_relations(jnode: Any) -> list[Any]:
             walk(subqueries.apply(i))
 
     def walk(plan: Any) -> None:
+        if plan.subqueriesAll().isEmpty():
+            # no subquery inside: its relations are its leaves, which ``collectLeaves``
+            # gives pre-order in one call (three calls a node on the walk below)
+            leaves = plan.collectLeaves()
+            for i in range(leaves.size()):
+                leaf = leaves.apply(i)
+                if str(leaf.getClass().getName()) == LOGICAL_RELATION:
+                    found.append(leaf)
+            return
         children = plan.children()
         count = children.size()
         # a relation is a leaf: only leaves are asked their class (two calls a node)
