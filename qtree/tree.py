@@ -127,6 +127,11 @@ class QTree:
         rows = self._rows("select value from meta where key = ?", [key])
         return json.loads(rows[0]["value"]) if rows else default
 
+    def meta_keys(self, keys: Iterable[str]) -> set[str]:
+        """Those of ``keys`` that have a value, in one lookup."""
+        rows = self._rows_in("select key from meta where key in ({marks})", keys)
+        return {row["key"] for row in rows}
+
     def meta_items(self) -> dict[str, Any]:
         """Every ``meta`` key with its value (JSON-decoded; a value that is not JSON as is)."""
         out: dict[str, Any] = {}

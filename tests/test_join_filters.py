@@ -528,3 +528,45 @@ def test_join_keys_are_measured_after_the_action_and_used_by_the_next_query(
         cs, again
     )
     assert cs.report()["counters"]["join_key_measurements"] == 2  # measured once
+
+
+def test_key_filters_are_not_considered_before_an_input_recurs_or_is_measured(
+    shuffle_joins, forced, tmp_path, monkeypatch
+):
+    """With ``min_ref=2`` the key filters need an input computed by an earlier query (to
+    measure it) or measured before: on a first sight of unseen inputs none is considered,
+    and no join of the plan is read from the JVM. The next query computing the same inputs
+    has their keys measured after its action, and the one after that applies the filter."""
+    from criss.bridge.joins import JoinPlan
+
+    reads = []
+    node_at = JoinPlan.node_at
+    monkeypatch.setattr(
+        JoinPlan, "node_at", lambda self, path: reads.append(path) or node_at(self, path)
+    )
+    spark = shuffle_joins
+    # nothing fits the cache: each repeat plans its joins again
+    options = {"memory_capacity": 1, "disk_capacity": 1, "bloom_join": False, **FAST}
+    cs = criss.session(spark, home=tmp_path / "home", min_ref=2, **options)
+    first = cs.sql(ORDERS_1PCT)
+    assert reads == []
+    lines = joins_lines(cs, first)
+    assert len(lines) == 1 and "key_filters not applied" in lines[0], lines
+    assert "min_ref=2" in lines[0]
+    assert cs.last_query_summary(settle=False)["joins_without_key_counts"] == 1
+    assert_same_rows(first.collect(), spark.sql(ORDERS_1PCT).collect())
+
+    second = cs.sql(ORDERS_1PCT)
+    assert reads  # the joins are looked at now
+    lines = joins_lines(cs, second)
+    assert not any("key_filters" in ln for ln in lines)
+    assert any("measured after this query's action" in ln for ln in lines), lines
+    assert_same_rows(second.collect(), spark.sql(ORDERS_1PCT).collect())
+    cs.settle_harvests()  # the measurements after the action
+
+    third = cs.sql(ORDERS_1PCT)
+    lines = joins_lines(cs, third)
+    assert any("semi_prefilter APPLIED" in ln for ln in lines), lines
+    assert_same_rows(third.collect(), spark.sql(ORDERS_1PCT).collect())
+    assert cs.report()["counters"]["joins_without_key_counts"] == 1
+    cs.close()

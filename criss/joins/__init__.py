@@ -49,6 +49,12 @@ class JoinChoice:
         return f"{self.optimization} {verdict} at {self.join[:70]}: {self.reason}"
 
 
+def key_counts_meta(fingerprint: str) -> str:
+    """The QTree meta key under which the key counts of the join inputs whose key source
+    is ``fingerprint`` are kept (``prefilter.measure_keys``)."""
+    return f"joins.keys:{fingerprint}"
+
+
 class Verdicts:
     """What the optimizations share: their verdict at one join as a JoinChoice."""
 
@@ -61,9 +67,11 @@ class Verdicts:
 
 
 class JoinOptimization(Protocol):
-    """One optimization: ``name`` is also the option that switches it off."""
+    """One optimization: ``name`` is also the option that switches it off;
+    ``needs_key_counts``: it applies only where join inputs' key counts are measured."""
 
     name: str
+    needs_key_counts: bool
 
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext
@@ -200,15 +208,22 @@ class JoinOptimizer:
         """
         if not self.optimizations or not _open_joins(tree, covered):
             return df, []  # no JVM walk for a query the cache serves whole
+        optimizations, choices = self.optimizations, []
+        if not self._key_counts_possible(tree, covered):
+            optimizations = tuple(o for o in optimizations if not o.needs_key_counts)
+            if len(optimizations) < len(self.optimizations):
+                counters["joins_without_key_counts"] += 1
+                choices.append(JoinChoice("key_filters", (), "every join", False, self._unknown))
+        if not optimizations:
+            return df, choices
         plan = self.session.bridge.join_plan(df, captured)
         if not plan.sites:
-            return df, []
+            return df, choices
         context = JoinContext(self.session, counters, tree)
-        choices: list[JoinChoice] = []
         for site in sorted(plan.sites, key=lambda s: -len(s.path)):  # innermost first
             if within(site.path, covered):
                 continue
-            for optimization in self.optimizations:
+            for optimization in optimizations:
                 replacement, choice = optimization.apply(plan, site, context)
                 if choice is not None:
                     choices.append(choice)
@@ -217,3 +232,35 @@ class JoinOptimizer:
                     counters[f"joins_{optimization.name}"] += 1
                     break
         return (plan.result() if plan.replaced else df), choices
+
+    @property
+    def _unknown(self) -> str:
+        return (
+            "not considered: no join input has measured key counts, and none was computed "
+            f"by {self.session.options.min_ref - 1} or more earlier queries (min_ref="
+            f"{self.session.options.min_ref}) to be measured now"
+        )
+
+    def _key_counts_possible(self, tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
+        """Whether a key filter (semi prefilter, Bloom join, runtime filters) could be
+        decided at some join of ``tree`` outside ``covered``: one of the joins' inputs has
+        its key counts measured, or recurs enough to have them measured
+        (``JoinContext.may_measure``). Each of them stops at an input without either, but
+        only after reading the join's condition, columns and size estimates from the JVM:
+        ~25 ms of a TPC-DS query's first sight, where nothing had been measured.
+        """
+        from criss.qtree.star import key_source
+
+        inputs = [
+            child
+            for node in tree.walk()
+            if node.op == "Join" and not within(node.path, covered)
+            for child in node.children
+        ]
+        qtree, min_ref = self.session.qtree, self.session.options.min_ref
+        if min_ref <= 1:
+            return bool(inputs)  # an input never seen before may be measured too
+        known = qtree.get_many(child.fingerprint for child in inputs)
+        if any(known[c.fingerprint].ref + 1 >= min_ref for c in inputs if c.fingerprint in known):
+            return True
+        return bool(qtree.meta_keys(key_counts_meta(key_source(c).fingerprint) for c in inputs))

@@ -78,6 +78,7 @@ class BloomJoin(Verdicts):
     """Filter the big input of a shuffle join by a Bloom filter of the small input's keys."""
 
     name = "bloom_join"
+    needs_key_counts = True
 
     def __init__(self) -> None:
         self._filters: OrderedDict[tuple[Any, ...], bytes | None] = OrderedDict()

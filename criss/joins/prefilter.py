@@ -35,7 +35,7 @@ from criss.qtree.star import (
     whole_table,
 )
 
-from . import JoinChoice, Verdicts
+from . import JoinChoice, Verdicts, key_counts_meta
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +138,7 @@ def measure_keys(
     """
     from pyspark.sql import functions as F
 
-    key = f"joins.keys:{fingerprint}"
+    key = key_counts_meta(fingerprint)
     session = context.session
     known = session.qtree.meta(key) or {"rows": None, "ndv": {}}
     missing = {label: col for label, col in operands.items() if label not in known["ndv"]}
@@ -286,6 +286,7 @@ class SemiPrefilter(Verdicts):
     """Left-semi join of the big input against the small input's distinct keys."""
 
     name = "semi_prefilter"
+    needs_key_counts = True
 
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext

@@ -66,6 +66,7 @@ class RangeJoin(Verdicts):
     """The ``range_join`` optimization (see the module docstring)."""
 
     name = "range_join"
+    needs_key_counts = False
 
     def __init__(self, model: RangeJoinModel | None = None) -> None:
         self.model = model

@@ -122,6 +122,7 @@ class RuntimeFilters(Verdicts):
     """Every filtered dimension's keys applied at the fact input of a star join."""
 
     name = "runtime_filters"
+    needs_key_counts = True
 
     def apply(
         self, plan: JoinPlan, site: JoinSite, context: JoinContext
