@@ -53,3 +53,75 @@ def test_identities_written_into_the_copy_leave_the_original_untouched():
     assert copied["projectList"] is ARGS["projectList"]
     assert copied["condition"][1] is ARGS["condition"][1]
     assert _copied_to_relations(ARGS["projectList"]) is ARGS["projectList"]
+
+
+_E = "org.apache.spark.sql.catalyst.expressions."
+
+
+def _plan(table: str, identity: dict | None = None) -> list[dict]:
+    relation = {"class": LOGICAL_RELATION, "num-children": 0, "relation": identity, "t": table}
+    return [
+        {"class": "org.apache.spark.sql.catalyst.plans.logical.Aggregate", "num-children": 1},
+        relation,
+    ]
+
+
+def _scalar(plan: list[dict]) -> dict:
+    return {"class": _E + "ScalarSubquery", "num-children": 0, "plan": plan, "outerAttrs": []}
+
+
+def _case_when(then: list[dict], other: list[dict]) -> dict:
+    """CASE WHEN then > 1 THEN then ELSE other END, as Catalyst writes it: the branches and
+    the else value in full, then the children pre-order."""
+    then_copy, other_copy = copy.deepcopy(then), copy.deepcopy(other)
+    return {
+        "projectList": [
+            [
+                {
+                    "class": _E + "CaseWhen",
+                    "num-children": 3,
+                    "branches": [
+                        {
+                            "product-class": "scala.Tuple2",
+                            "_1": [_scalar(then_copy)],
+                            "_2": [_scalar(then_copy)],
+                        }
+                    ],
+                    "elseValue": [_scalar(other_copy)],
+                },
+                _scalar(copy.deepcopy(then)),
+                _scalar(copy.deepcopy(then)),
+                _scalar(copy.deepcopy(other)),
+            ]
+        ]
+    }
+
+
+def test_subquery_relations_are_the_childrens_and_second_copies_pair_with_first_ones():
+    from criss.bridge.subqueries import SubqueryRelations
+
+    args = _case_when(_plan("a"), _plan("b"))
+    found = SubqueryRelations(args)
+    assert [h["t"] for h in found.holders] == ["a", "a", "b"]  # as Spark lists subqueries
+    assert sum(1 for _ in _relation_dicts(args)) == 6
+    pairs = found.copies()
+    assert [(c["t"], f["t"]) for c, f in pairs] == [("a", "a"), ("a", "a"), ("b", "b")]
+    assert all(c is not f and f in found.holders for c, f in pairs)
+    for holder, key in zip(found.holders, ("ka", "ka", "kb"), strict=True):
+        holder["relation"] = {"key": key}
+    assert not found.ambiguous()
+
+
+def test_a_second_copy_equal_to_no_first_one_or_to_twins_with_other_files_is_unknown():
+    from criss.bridge.subqueries import SubqueryRelations
+
+    args = _case_when(_plan("a"), _plan("b"))
+    args["projectList"][0][0]["elseValue"] = [_scalar(_plan("c"))]  # a copy of nothing
+    assert SubqueryRelations(args).copies() is None
+
+    twins = _case_when(_plan("t"), _plan("t"))  # alike but for their files
+    found = SubqueryRelations(twins)
+    assert found.copies() is not None
+    for holder, key in zip(found.holders, ("k1", "k1", "k2"), strict=True):
+        holder["relation"] = {"key": key}
+    assert found.ambiguous()

@@ -17,7 +17,8 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from criss.bridge.lossy import json_dicts, mark_settings, needs_restoring, restore_lossy_fields
+from criss.bridge.lossy import mark_settings, needs_restoring, restore_lossy_fields
+from criss.bridge.subqueries import LOGICAL_RELATION, SubqueryRelations, relation_dicts
 from criss.errors import BridgeError
 from criss.qtree.plan import PlanNode, tree_from_catalyst_json
 from criss.recent import RecentItems
@@ -43,9 +44,6 @@ IN_MEMORY_RELATION = "org.apache.spark.sql.execution.columnar.InMemoryRelation"
 #: temp view's is held anyway; an index pruned to a query's partitions would not be).
 REMEMBERED_RELATIONS = 64
 REMEMBERED_FILES = 2_000
-#: A file relation in a plan; one inside a subquery expression is serialised with the
-#: subquery's plan, its ``relation`` null like every file relation's.
-LOGICAL_RELATION = "org.apache.spark.sql.execution.datasources.LogicalRelation"
 #: ANSI behaviour of arithmetic and casts, which Catalyst's JSON also writes as null (an
 #: enumeration): the session's setting stands in for it.
 _EVAL_MODE = re.compile(r'"(evalMode|evalContext)":null')
@@ -136,9 +134,8 @@ class RememberedTrees:
         return tree, serial, False
 
 
-def _relation_dicts(value: Any):
-    """The file relations in JSON ``value`` (plans of subquery expressions), in order."""
-    return (d for d in json_dicts(value) if d.get("class") == LOGICAL_RELATION)
+#: The file relations in JSON ``value`` (plans of subquery expressions, copies too), in order.
+_relation_dicts = relation_dicts
 
 
 def _copied_to_relations(value: Any) -> Any:
@@ -290,18 +287,25 @@ class CapturedPlan:
     def _identify_subquery_inputs(self, node: PlanNode, jnode: Any) -> PlanNode:
         """``node`` with each file relation its subquery expressions read identified (key
         and version of its files) in its args, so that a change of those files changes its
-        fingerprint; one that is not a file relation stays null (never cached)."""
+        fingerprint; one that is not a file relation stays null (never cached). A second
+        copy of a subquery's plan in the JSON (``criss.bridge.subqueries``) takes the
+        identities of the first."""
         # the tree may be a remembered one: never mutate it
         args = _copied_to_relations(node.args)
-        holders = list(_relation_dicts(args))
+        found = SubqueryRelations(args)
         relations = _subquery_relations(jnode)
-        if len(holders) != len(relations):
+        copies = found.copies()
+        if len(found.holders) != len(relations) or copies is None:
             return node.with_(uncacheable="a subquery's inputs could not be identified")
-        for holder, relation in zip(holders, relations, strict=True):
+        for holder, relation in zip(found.holders, relations, strict=True):
             identity = self._relations.identity(relation)
             if identity is not None:
                 holder["relation"] = {"key": identity["key"], "version": identity["version"]}
                 self.subquery_inputs.append((node.path, identity["key"], identity["version"]))
+        if copies and found.ambiguous():
+            return node.with_(uncacheable="a subquery's inputs could not be identified")
+        for copy, first in copies:
+            copy["relation"] = first["relation"]
         return node.with_(args=args)
 
     def _nondeterministic_paths(self) -> set[tuple[int, ...]]:
