@@ -68,13 +68,10 @@ def test_rewritten_input_files_are_never_served_stale(spark, cs, tmp_path, sql, 
 
 def test_a_subquerys_rewritten_input_is_never_served_stale(spark, cs, tmp_path):
     """A table read only inside a scalar subquery is part of the operators that use it."""
-    spark.range(0, 1000).write.parquet(str(tmp_path / "facts"))
-    spark.read.parquet(str(tmp_path / "facts")).createOrReplaceTempView("sub_facts")
-    limits = str(tmp_path / "limits")
+    _parquet_view(spark, spark.range(0, 1000), tmp_path / "facts", "sub_facts")
 
     def write_limits(n):
-        spark.range(0, n).withColumnRenamed("id", "y").write.mode("overwrite").parquet(limits)
-        spark.read.parquet(limits).createOrReplaceTempView("sub_limits")
+        _numbers_view(spark, n, "y", tmp_path / "limits", "sub_limits")
 
     sql = (
         "select id % 5 g, count(*) c from sub_facts "
@@ -98,15 +95,11 @@ def test_a_nested_subquerys_rewritten_input_is_never_served_stale(spark, cs, tmp
     the plan's JSON is in): a plan without subqueries below is answered by its leaves."""
     from criss.bridge.capture import _subquery_relations
 
-    spark.range(0, 1000).write.parquet(str(tmp_path / "facts"))
-    spark.read.parquet(str(tmp_path / "facts")).createOrReplaceTempView("nest_facts")
-    spark.range(0, 50).withColumnRenamed("id", "y").write.parquet(str(tmp_path / "l2"))
-    spark.read.parquet(str(tmp_path / "l2")).createOrReplaceTempView("nest_limits2")
-    inner = str(tmp_path / "inner")
+    _parquet_view(spark, spark.range(0, 1000), tmp_path / "facts", "nest_facts")
+    _numbers_view(spark, 50, "y", tmp_path / "l2", "nest_limits2")
 
     def write_inner(n):
-        spark.range(0, n).withColumnRenamed("id", "z").write.mode("overwrite").parquet(inner)
-        spark.read.parquet(inner).createOrReplaceTempView("nest_inner")
+        _numbers_view(spark, n, "z", tmp_path / "inner", "nest_inner")
 
     sql = (
         "select id % 5 g, count(*) c from nest_facts where id > "
@@ -144,15 +137,13 @@ def test_case_when_over_subqueries_is_served_and_never_stale(spark, cs, tmp_path
     so each subquery plan in them (TPC-DS q9): the second copies take the first copies'
     file identities, so the result is cached, served and never served stale. Two subqueries
     alike but for their files leave a copy's files unknown: never cached."""
-    facts = str(tmp_path / "cw_facts")
 
     def write_facts(n):
-        spark.range(0, n).withColumn("q", F.col("id") % 20).write.mode("overwrite").parquet(facts)
-        spark.read.parquet(facts).createOrReplaceTempView("cw_facts")
+        facts = spark.range(0, n).withColumn("q", F.col("id") % 20)
+        _parquet_view(spark, facts, tmp_path / "cw_facts", "cw_facts")
 
     write_facts(1000)
-    spark.range(0, 5).withColumnRenamed("id", "r").write.parquet(str(tmp_path / "cw_r"))
-    spark.read.parquet(str(tmp_path / "cw_r")).createOrReplaceTempView("cw_r")
+    _numbers_view(spark, 5, "r", tmp_path / "r", "cw_r")
     sql = (
         "select r, case when (select count(*) from cw_facts where q between 1 and 5) > 200 "
         "then (select avg(id) from cw_facts where q between 1 and 5) "
@@ -169,10 +160,9 @@ def test_case_when_over_subqueries_is_served_and_never_stale(spark, cs, tmp_path
     assert_same_rows(rows, spark.sql(sql).collect())
     assert rows != first
 
-    spark.read.parquet(facts).createOrReplaceTempView("cw_twin_a")
-    twin = str(tmp_path / "cw_twin")
-    spark.range(0, 10).withColumn("q", F.col("id") % 20).write.parquet(twin)
-    spark.read.parquet(twin).createOrReplaceTempView("cw_twin_b")
+    spark.read.parquet(str(tmp_path / "cw_facts")).createOrReplaceTempView("cw_twin_a")
+    twin = spark.range(0, 10).withColumn("q", F.col("id") % 20)
+    _parquet_view(spark, twin, tmp_path / "cw_twin", "cw_twin_b")
     twins = (
         "select r, case when (select max(id) from cw_twin_a) > 5 "
         "then (select max(id) from cw_twin_b) else 0 end b from cw_r where r = 1"
@@ -182,6 +172,17 @@ def test_case_when_over_subqueries_is_served_and_never_stale(spark, cs, tmp_path
     assert "a subquery's inputs could not be identified" in cs.explain(df)
     assert_same_rows(df.collect(), spark.sql(twins).collect())
     assert cs.last_query_summary().get("operators_reused", 0) == 0
+
+
+def _parquet_view(spark, frame, path, name):
+    """``frame`` written as Parquet at ``path`` (replacing what is there), read as ``name``."""
+    frame.write.mode("overwrite").parquet(str(path))
+    spark.read.parquet(str(path)).createOrReplaceTempView(name)
+
+
+def _numbers_view(spark, n, column, path, name):
+    """0 .. ``n``-1 in ``column``, written as Parquet at ``path``, read as ``name``."""
+    _parquet_view(spark, spark.range(0, n).withColumnRenamed("id", column), path, name)
 
 
 def _walked_relations(jnode):
