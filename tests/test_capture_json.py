@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import copy
 
-from criss.bridge.capture import LOGICAL_RELATION, _copied_to_relations, _relation_dicts
+from criss.bridge.capture import _copied_to_relations
 from criss.bridge.lossy import json_dicts
+from criss.bridge.subqueries import LOGICAL_RELATION, SubqueryRelations, relation_dicts
 
 
 def _relation(name: str) -> dict:
@@ -34,7 +35,7 @@ ARGS = {
 
 
 def test_objects_are_found_in_document_order_and_not_under_original_root():
-    names = [d["name"] for d in _relation_dicts(ARGS)]
+    names = [d["name"] for d in relation_dicts(ARGS)]
     assert names == ["b", "a", "c"]  # a node's own subqueries right after it
     every = list(json_dicts(ARGS))
     assert every[0] is ARGS
@@ -45,10 +46,10 @@ def test_objects_are_found_in_document_order_and_not_under_original_root():
 def test_identities_written_into_the_copy_leave_the_original_untouched():
     before = copy.deepcopy(ARGS)
     copied = _copied_to_relations(ARGS)
-    for holder in _relation_dicts(copied):
+    for holder in relation_dicts(copied):
         holder["relation"] = {"key": holder["name"], "version": "1"}
     assert ARGS == before  # a remembered tree's arguments never change
-    assert [h["relation"]["key"] for h in _relation_dicts(copied)] == ["b", "a", "c"]
+    assert [h["relation"]["key"] for h in relation_dicts(copied)] == ["b", "a", "c"]
     # what holds no relation is shared, not copied
     assert copied["projectList"] is ARGS["projectList"]
     assert copied["condition"][1] is ARGS["condition"][1]
@@ -98,12 +99,10 @@ def _case_when(then: list[dict], other: list[dict]) -> dict:
 
 
 def test_subquery_relations_are_the_childrens_and_second_copies_pair_with_first_ones():
-    from criss.bridge.subqueries import SubqueryRelations
-
     args = _case_when(_plan("a"), _plan("b"))
     found = SubqueryRelations(args)
     assert [h["t"] for h in found.holders] == ["a", "a", "b"]  # as Spark lists subqueries
-    assert sum(1 for _ in _relation_dicts(args)) == 6
+    assert sum(1 for _ in relation_dicts(args)) == 6
     pairs = found.copies()
     assert [(c["t"], f["t"]) for c, f in pairs] == [("a", "a"), ("a", "a"), ("b", "b")]
     assert all(c is not f and f in found.holders for c, f in pairs)
@@ -113,8 +112,6 @@ def test_subquery_relations_are_the_childrens_and_second_copies_pair_with_first_
 
 
 def test_a_second_copy_equal_to_no_first_one_or_to_twins_with_other_files_is_unknown():
-    from criss.bridge.subqueries import SubqueryRelations
-
     args = _case_when(_plan("a"), _plan("b"))
     args["projectList"][0][0]["elseValue"] = [_scalar(_plan("c"))]  # a copy of nothing
     assert SubqueryRelations(args).copies() is None

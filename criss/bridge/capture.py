@@ -44,6 +44,8 @@ IN_MEMORY_RELATION = "org.apache.spark.sql.execution.columnar.InMemoryRelation"
 #: temp view's is held anyway; an index pruned to a query's partitions would not be).
 REMEMBERED_RELATIONS = 64
 REMEMBERED_FILES = 2_000
+#: Why an operator whose subquery expressions read files Criss cannot pair is not cached.
+UNIDENTIFIED_SUBQUERY_INPUTS = "a subquery's inputs could not be identified"
 #: ANSI behaviour of arithmetic and casts, which Catalyst's JSON also writes as null (an
 #: enumeration): the session's setting stands in for it.
 _EVAL_MODE = re.compile(r'"(evalMode|evalContext)":null')
@@ -132,10 +134,6 @@ class RememberedTrees:
         # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
         self._trees.put(code, (canonical, tree, serial, settings))
         return tree, serial, False
-
-
-#: The file relations in JSON ``value`` (plans of subquery expressions, copies too), in order.
-_relation_dicts = relation_dicts
 
 
 def _copied_to_relations(value: Any) -> Any:
@@ -266,12 +264,12 @@ class CapturedPlan:
         nondeterministic = set() if self.root.deterministic() else self._nondeterministic_paths()
 
         # plan-level relations have no "class" in their args: these are in subqueries
-        nested = any(True for _ in _relation_dicts([n.args for n in tree.walk()]))
+        nested = any(True for _ in relation_dicts([n.args for n in tree.walk()]))
 
         def visit(node: PlanNode) -> PlanNode:
             children = tuple(visit(c) for c in node.children)
             binary = unnamed_binary and '"[B@' in json.dumps(node.args)
-            if nested and node.children and any(_relation_dicts(node.args)):
+            if nested and node.children and any(relation_dicts(node.args)):
                 node = self._identify_subquery_inputs(node, canonical.at(node.path))
             return node.with_(
                 children=children,
@@ -296,14 +294,14 @@ class CapturedPlan:
         relations = _subquery_relations(jnode)
         copies = found.copies()
         if len(found.holders) != len(relations) or copies is None:
-            return node.with_(uncacheable="a subquery's inputs could not be identified")
+            return node.with_(uncacheable=UNIDENTIFIED_SUBQUERY_INPUTS)
         for holder, relation in zip(found.holders, relations, strict=True):
             identity = self._relations.identity(relation)
             if identity is not None:
                 holder["relation"] = {"key": identity["key"], "version": identity["version"]}
                 self.subquery_inputs.append((node.path, identity["key"], identity["version"]))
         if copies and found.ambiguous():
-            return node.with_(uncacheable="a subquery's inputs could not be identified")
+            return node.with_(uncacheable=UNIDENTIFIED_SUBQUERY_INPUTS)
         for copy, first in copies:
             copy["relation"] = first["relation"]
         return node.with_(args=args)

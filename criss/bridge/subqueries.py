@@ -80,11 +80,10 @@ class SubqueryRelations:
     def ambiguous(self) -> bool:
         """Whether two equal first copies read different files (identities written): a
         second copy of either could not tell which it repeats."""
+        shapes = [_without_identities(plan) for plan in self._plans]
         for i, plan in enumerate(self._plans):
-            for other in self._plans[i + 1 :]:
-                if plan == other:
-                    continue
-                if _without_identities(plan) == _without_identities(other):
+            for j in range(i + 1, len(self._plans)):
+                if plan != self._plans[j] and shapes[i] == shapes[j]:
                     return True
         return False
 

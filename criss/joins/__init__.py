@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from criss.qtree.plan import within
+from criss.qtree.star import key_source
 from criss.recent import RecentItems
 
 if TYPE_CHECKING:
@@ -176,9 +177,9 @@ def _registry() -> tuple[JoinOptimization, ...]:
     return (RangeJoin(), RuntimeFilters(), SemiPrefilter(), BloomJoin())
 
 
-def _open_joins(tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
-    """Whether ``tree`` has a join outside every subtree in ``covered``."""
-    return any(node.op == "Join" and not within(node.path, covered) for node in tree.walk())
+def _open_joins(tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> list[PlanNode]:
+    """The joins of ``tree`` outside every subtree in ``covered``."""
+    return [node for node in tree.walk() if node.op == "Join" and not within(node.path, covered)]
 
 
 class JoinOptimizer:
@@ -206,10 +207,11 @@ class JoinOptimizer:
         fingerprints and statistics come from them instead of capturing each input again.
         Joins under a path in ``covered`` (subtrees the cache serves) are left alone.
         """
-        if not self.optimizations or not _open_joins(tree, covered):
+        joins = _open_joins(tree, covered) if self.optimizations else []
+        if not joins:
             return df, []  # no JVM walk for a query the cache serves whole
         optimizations, choices = self.optimizations, []
-        if not self._key_counts_possible(tree, covered):
+        if not self._key_counts_possible(joins):
             optimizations = tuple(o for o in optimizations if not o.needs_key_counts)
             if len(optimizations) < len(self.optimizations):
                 counters["joins_without_key_counts"] += 1
@@ -241,22 +243,15 @@ class JoinOptimizer:
             f"{self.session.options.min_ref}) to be measured now"
         )
 
-    def _key_counts_possible(self, tree: PlanNode, covered: Iterable[tuple[int, ...]]) -> bool:
+    def _key_counts_possible(self, joins: list[PlanNode]) -> bool:
         """Whether a key filter (semi prefilter, Bloom join, runtime filters) could be
-        decided at some join of ``tree`` outside ``covered``: one of the joins' inputs has
+        decided at one of ``joins`` (those not covered): one of their inputs has
         its key counts measured, or recurs enough to have them measured
         (``JoinContext.may_measure``). Each of them stops at an input without either, but
         only after reading the join's condition, columns and size estimates from the JVM:
         ~25 ms of a TPC-DS query's first sight, where nothing had been measured.
         """
-        from criss.qtree.star import key_source
-
-        inputs = [
-            child
-            for node in tree.walk()
-            if node.op == "Join" and not within(node.path, covered)
-            for child in node.children
-        ]
+        inputs = [child for join in joins for child in join.children]
         qtree, min_ref = self.session.qtree, self.session.options.min_ref
         if min_ref <= 1:
             return bool(inputs)  # an input never seen before may be measured too
