@@ -253,8 +253,8 @@ EXPRESSION_RULES: tuple[Callable[[Expr], Expr], ...] = (
 
 def canonical_expression(expr: Expr) -> Expr:
     """Apply every expression rule bottom-up."""
-    children = tuple(canonical_expression(c) for c in expr.children)
-    expr = Expr(expr.cls, expr.fields, children)
+    if expr.children:
+        expr = Expr(expr.cls, expr.fields, tuple(map(canonical_expression, expr.children)))
     for rule in EXPRESSION_RULES:
         expr = rule(expr)
     return expr

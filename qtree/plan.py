@@ -197,11 +197,12 @@ class Expr:
 
 def is_expression_list(value: Any) -> bool:
     """Catalyst serialises one expression as a non-empty list of dicts with ``class``."""
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(v, dict) and "class" in v and "num-children" in v for v in value)
-    )
+    if not isinstance(value, list) or not value:
+        return False
+    for item in value:  # a loop: asked of every list in every plan, it outruns all()
+        if not (isinstance(item, dict) and "class" in item and "num-children" in item):
+            return False
+    return True
 
 
 def expression_tree(flat: list[dict[str, Any]]) -> Expr:
@@ -233,8 +234,13 @@ _field_name = itemgetter(0)
 
 
 def _freeze(value: Any) -> Any:
+    """``value`` (a JSON container) as nested tuples: a dict as its (key, value) pairs in
+    key order. Most are empty (an attribute's metadata) or small (its exprId)."""
+    if not value:
+        return ()
     if isinstance(value, dict):
-        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
-    if isinstance(value, (list, tuple)):
-        return tuple(_freeze(v) if isinstance(v, _CONTAINERS) else v for v in value)
-    return value
+        # keys are unique: ordering by key alone, values are never compared
+        pairs = [(k, _freeze(v) if isinstance(v, _CONTAINERS) else v) for k, v in value.items()]
+        pairs.sort(key=_field_name)
+        return tuple(pairs)
+    return tuple([_freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])

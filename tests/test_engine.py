@@ -81,6 +81,39 @@ def test_the_record_says_where_planning_time_went_phase_by_phase(tpch, cs):
     assert cs.last_query_summary()["phase_seconds"]["read"] >= 0
 
 
+def test_planning_pauses_the_cyclic_gc_and_leaves_it_as_it_was(tpch, cs, monkeypatch):
+    import gc
+
+    import criss.engine as engine
+
+    seen = []
+
+    def watched(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return plan_query(*args, **kwargs)
+
+    def failing(*args, **kwargs):
+        seen.append(gc.isenabled())
+        raise RuntimeError("Criss's own machinery broke")
+
+    plan_query = engine.plan_query
+    sql = queries.statement(6, sf=0.01).sql
+    expected = tpch_plain(tpch, sql)
+    monkeypatch.setattr(engine, "plan_query", watched)
+    assert_same_rows(cs.sql(sql).collect(), expected)
+    assert seen == [False] and gc.isenabled()
+    gc.disable()  # the user's choice is kept
+    try:
+        assert_same_rows(cs.sql(sql).collect(), expected)
+        assert seen == [False, False] and not gc.isenabled()
+    finally:
+        gc.enable()
+    monkeypatch.setattr(engine, "plan_query", failing)
+    assert_same_rows(cs.sql(sql).collect(), expected)  # plain Spark runs it
+    assert seen == [False, False, False] and gc.isenabled()
+    assert cs.last_query_summary()["fallback"]
+
+
 def test_reading_from_the_cache_does_not_inflate_the_learned_scan_rate(tpch, cs):
     """A result computed over a cached subtree reads no table file: its fast job must not
     count as a fast scan of the whole table (an inflated rate makes every later estimate
