@@ -35,6 +35,18 @@ def executed_plan(df: DataFrame) -> Any:
     return query_execution(df).executedPlan()
 
 
+def planning_phases(df: DataFrame) -> dict[str, float]:
+    """Seconds Spark spent on ``df``'s own parsing, analysis, optimization and physical
+    planning so far (its QueryPlanningTracker), by phase: a DataFrame Criss rebuilt has no
+    parsing, and a phase Spark has not run yet is missing."""
+    phases = query_execution(df).tracker().phases().iterator()
+    found = {}
+    while phases.hasNext():
+        pair = phases.next()
+        found[str(pair._1())] = pair._2().durationMs() / 1000.0
+    return found
+
+
 def logical_plan(df: DataFrame, phase: str) -> Any:
     """``df``'s logical plan of ``phase`` (one of ``PHASES``)."""
     if phase == "analyzed":

@@ -16,22 +16,72 @@ import time
 from pathlib import Path
 
 import criss
+from criss.bridge.plans import planning_phases as tracker_phases
 from criss.sparksession import local_spark
 from criss.workload.tpcds.data import register_views
 from criss.workload.tpcds.queries import query, query_ids
 
 
-def tracker_phases(df) -> dict[str, float]:
-    found = {}
-    it = df._jdf.queryExecution().tracker().phases().iterator()
-    while it.hasNext():
-        pair = it.next()
-        found[pair._1()] = pair._2().durationMs() / 1000.0
-    return found
+def warm_up(spark, texts: list[str]) -> None:
+    """As a replay warms an application: plain twice, then through Criss twice."""
+    for text in texts * 2:
+        spark.sql(text).collect()
+    with tempfile.TemporaryDirectory() as scratch, criss.session(spark, home=scratch) as cs:
+        for _ in range(2):
+            for text in texts:
+                cs.sql(text).collect()
+                cs.settle_harvests()
 
 
-def jobs_since(spark, before: int) -> int:
-    return len([j for j in spark.sparkContext.statusTracker().getJobIdsForGroup(None)]) - before
+def timed_run(spark, cs, mode: str, text: str) -> dict:
+    """One statement plain or through Criss: its seconds, jobs and phases."""
+    tracker = spark.sparkContext.statusTracker()
+    jobs = len(tracker.getJobIdsForGroup(None))
+    started = time.perf_counter()
+    df = spark.sql(text) if mode == "plain" else cs.sql(text)
+    planned = time.perf_counter()
+    df.collect()
+    ended = time.perf_counter()
+    run = {
+        "seconds": ended - started,
+        "sql": planned - started,
+        "action": ended - planned,
+        "jobs": len(tracker.getJobIdsForGroup(None)) - jobs,
+        "spark_phases": tracker_phases(df),
+    }
+    if mode == "criss":
+        record = cs.record(df)
+        run["phases"] = dict(record.phase_seconds)
+        run["planning"] = record.planning_seconds
+        run["cached"] = record.counters.get("operators_cached_in_action", 0)
+        cs.settle_harvests()
+    return run
+
+
+def print_row(name: str, row: dict) -> None:
+    p, c = row["plain"], row["criss"]
+    print(
+        f"{name:6} plain {p['seconds']:.3f} criss {c['seconds']:.3f} "
+        f"(sql {c['sql']:.3f} plan {c['planning']:.3f} action {c['action']:.3f}, "
+        f"plain sql {p['sql']:.3f} action {p['action']:.3f}) "
+        f"jobs {p['jobs']}/{c['jobs']} "
+        f"cached {c['cached']}",
+        flush=True,
+    )
+
+
+def totals(rows: list[dict]) -> collections.Counter:
+    total = collections.Counter()
+    for row in rows:
+        for mode in ("plain", "criss"):
+            for key in ("seconds", "sql", "action", "jobs"):
+                total[f"{mode} {key}"] += row[mode][key]
+            for key, value in row[mode]["spark_phases"].items():
+                total[f"{mode} spark {key}"] += value
+        total["criss planning"] += row["criss"]["planning"]
+        for key, value in row["criss"]["phases"].items():
+            total[f"criss phase {key}"] += value
+    return total
 
 
 def main() -> None:
@@ -43,65 +93,16 @@ def main() -> None:
     names = args.queries.split(",") if args.queries else [q for q in query_ids() if q != "q90"]
     spark = local_spark(app_name="first-sight-split")
     register_views(spark, Path(args.data_dir))
-    tracker = spark.sparkContext.statusTracker()
     texts = [query(n) for n in names]
-    for text in texts * 2:
-        spark.sql(text).collect()
-    with tempfile.TemporaryDirectory() as scratch:
-        with criss.session(spark, home=scratch) as cs:
-            for _ in range(2):
-                for text in texts:
-                    cs.sql(text).collect()
-                    cs.settle_harvests()
+    warm_up(spark, texts)
     rows = []
     with criss.session(spark, home=tempfile.mkdtemp(prefix="split-")) as cs:
         for i, (name, text) in enumerate(zip(names, texts, strict=True)):
-            row = {"query": name}
-            for mode in ("plain", "criss") if i % 2 == 0 else ("criss", "plain"):
-                jobs = len(tracker.getJobIdsForGroup(None))
-                started = time.perf_counter()
-                if mode == "plain":
-                    df = spark.sql(text)
-                    planned = time.perf_counter()
-                    df.collect()
-                else:
-                    df = cs.sql(text)
-                    planned = time.perf_counter()
-                    df.collect()
-                ended = time.perf_counter()
-                row[mode] = {
-                    "seconds": ended - started,
-                    "sql": planned - started,
-                    "action": ended - planned,
-                    "jobs": len(tracker.getJobIdsForGroup(None)) - jobs,
-                    "spark_phases": tracker_phases(df),
-                }
-                if mode == "criss":
-                    record = cs.record(df)
-                    row[mode]["phases"] = dict(record.phase_seconds)
-                    row[mode]["planning"] = record.planning_seconds
-                    row[mode]["cached"] = record.counters.get("operators_cached_in_action", 0)
-                    cs.settle_harvests()
+            modes = ("plain", "criss") if i % 2 == 0 else ("criss", "plain")
+            row = {"query": name, **{mode: timed_run(spark, cs, mode, text) for mode in modes}}
             rows.append(row)
-            p, c = row["plain"], row["criss"]
-            print(
-                f"{name:6} plain {p['seconds']:.3f} criss {c['seconds']:.3f} "
-                f"(sql {c['sql']:.3f} plan {c['planning']:.3f} action {c['action']:.3f}, "
-                f"plain sql {p['sql']:.3f} action {p['action']:.3f}) "
-                f"jobs {p['jobs']}/{c['jobs']} "
-                f"cached {c['cached']}",
-                flush=True,
-            )
-    total = collections.Counter()
-    for row in rows:
-        for mode in ("plain", "criss"):
-            for key in ("seconds", "sql", "action", "jobs"):
-                total[f"{mode} {key}"] += row[mode][key]
-            for key, value in row[mode]["spark_phases"].items():
-                total[f"{mode} spark {key}"] += value
-        total["criss planning"] += row["criss"]["planning"]
-        for key, value in row["criss"]["phases"].items():
-            total[f"criss phase {key}"] += value
+            print_row(name, row)
+    total = totals(rows)
     print({k: round(v, 3) for k, v in sorted(total.items())})
     if args.out:
         Path(args.out).write_text(json.dumps({"rows": rows, "total": total}, indent=1))
