@@ -58,7 +58,7 @@ from criss.policies.selection import (
 from criss.qtree.canonical import ROW_LIMITS
 from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
-from criss.qtree.rewrite import result_node, storable, table_copy, unprojected_scan
+from criss.qtree.rewrite import copy_kind, result_node, storable, table_copy, unprojected_scan
 from criss.qtree.templates import TemplateRecurrence, TemplateStats
 from criss.qtree.tree import NodeStats
 
@@ -292,7 +292,7 @@ def _measured_verdict(
     table = facts.table_rows.get(node.path)
     if not is_result and node.path in facts.table_rows and keeps_most_rows(stats.rows, table):
         numbers = {"rows": stats.rows, "table_rows": table}
-        reason = "table_copy_most_rows" if table_copy(node) else "widened_copy_most_rows"
+        reason = copy_kind(node) + "_most_rows"
         return _Verdict(None, Decision(SKIP, reason, numbers, source))
     if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
         numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
@@ -329,7 +329,7 @@ def _unmeasured_verdict(
     if not is_result and table_copy(node):
         return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
     if not is_result and node.path in facts.table_rows:
-        return _Verdict(None, Decision(SKIP, "widened_copy_unmeasured"))
+        return _Verdict(None, Decision(SKIP, copy_kind(node) + "_unmeasured"))
     size, numbers = _estimate(node, facts, rules, is_result)
     numbers = {"ref": stats.ref, "min_ref": rules.min_ref, **numbers}
     eager = is_result and rules.eager_results and stats.ref < rules.min_ref

@@ -75,6 +75,15 @@ REASONS: Mapping[str, str] = {
         "in tables Spark broadcasts: no cheaper to read back than scanning it and looking "
         "them up again"
     ),
+    "union_copy_most_rows": (
+        "a union of table copies keeping {rows} of their tables' {table_rows} rows: no "
+        "cheaper to read back than scanning their columns again"
+    ),
+    "union_copy_unmeasured": (
+        "a union of table copies: cached only once its rows are measured, if it keeps few "
+        "of its tables' rows (Spark measures no rows of a union: its inputs, each a table "
+        "copy, are judged instead)"
+    ),
     "widened_copy_unmeasured": (
         "a copy of one table with columns looked up in tables Spark broadcasts: cached only "
         "once its rows are measured (from an executed plan), if it keeps few of the table's "

@@ -13,7 +13,7 @@ import criss
 from criss.policies import get_policy
 from criss.policies.decisions import CACHE, SKIP, CachingRules, QueryFacts, decide_caching
 from criss.qtree.plan import PlanNode
-from criss.qtree.rewrite import copied_relation
+from criss.qtree.rewrite import copied_relation, copied_relations, copy_kind
 from criss.qtree.tree import NodeStats
 
 MB = 1 << 20
@@ -155,3 +155,77 @@ def test_with_broadcasting_off_the_same_operator_is_left_to_the_benefit_model(tp
         tpch.conf.set(key, before)
     assert "widened_copy_most_rows" not in reasons
     assert "cached_entry" in reasons  # cached by the second query, served to the third
+
+
+def _union_of_copies() -> PlanNode:
+    """Aggregate(Union(Project(Filter(sales)), Project(returns))): q5's shape, where the
+    Union holds the rows of two tables, filtered and projected."""
+    sales = _node("Project", (0, 0), _node("Filter", (0, 0, 0), _relation((0, 0, 0, 0), 90 * MB)))
+    returns = _node("Project", (0, 1), _relation((0, 1, 0), 10 * MB))
+    return _node("Aggregate", (), _node("Union", (0,), sales, returns))
+
+
+def test_a_union_of_table_copies_copies_each_of_their_tables():
+    tree = _union_of_copies()
+    union = tree.children[0]
+    sales, returns = union.children[0].children[0].children[0], union.children[1].children[0]
+    assert copied_relations(union, BROADCAST) == (sales, returns)
+    assert copied_relations(_node("Project", (), union), BROADCAST) == (sales, returns)
+    assert copy_kind(union) == "union_copy" and copy_kind(union.children[0]) == "table_copy"
+    # one input aggregates: the union computes more than copies
+    summed = _node("Union", (0,), union.children[0], _node("Aggregate", (0, 1), returns))
+    assert copied_relations(summed, BROADCAST) is None
+    assert copied_relations(tree, BROADCAST) is None
+
+
+def test_a_measured_union_of_copies_keeping_most_rows_is_not_cached_and_one_keeping_few_is():
+    tree = _union_of_copies()
+    stats = {n.fingerprint: _stats(n.fingerprint, 3) for n in tree.walk()}
+    stats["aggregate"] = _stats("aggregate", 3, texec=0.01, size=MB, rows=10)
+    for project in ("project00", "project01"):
+        stats[project] = _stats(project, 3, texec=0.01, size=MB, rows=500)
+    stats["union0"] = _stats("union0", 3, texec=2.0, size=MB, rows=900)
+    copies = {(0,): 1000, (0, 0): 900, (0, 1): 100}
+    most = _decide(tree, stats, copies)[(0,)]
+    assert most.action == SKIP and most.reason == "union_copy_most_rows"
+    assert most.numbers == {"rows": 900, "table_rows": 1000}
+    stats["union0"] = _stats("union0", 3, texec=2.0, size=MB, rows=40)
+    few = _decide(tree, stats, copies)[(0,)]
+    assert few.action == CACHE and few.reason == "largest_benefit"
+    unmeasured = {n.fingerprint: _stats(n.fingerprint, 3) for n in tree.walk()}
+    waits = _decide(tree, unmeasured, {(0,): None, (0, 0): None, (0, 1): None})[(0,)]
+    assert waits.action == SKIP and waits.reason == "union_copy_unmeasured"
+
+
+ORDERS_AND_LINES_OF_A_PRIORITY = (
+    "select u.k % 7 as g, count(*) as n, sum(u.v) as total "
+    "from (select l_orderkey as k, l_extendedprice as v from lineitem "
+    "      union all "
+    "      select o_orderkey as k, o_totalprice as v from orders) u "
+    "join orders o on u.k = o.o_orderkey "
+    "where o.o_orderpriority = '{}' "
+    "group by u.k % 7"
+)
+
+
+def test_a_union_of_lineitem_and_orders_is_measured_but_never_cached(tpch, tmp_path):
+    """The union of two tables' columns under a join (TPC-DS q5's shape) recurs in every
+    statement and keeps all their rows: measured, judged a copy, and never written."""
+    options = {"min_texec": 0.0, "lift_aggregates": "off"}
+    reasons = []
+    with criss.session(tpch, home=str(tmp_path / "h"), **options) as cs:
+        for priority in ("1-URGENT", "2-HIGH", "3-MEDIUM", "5-LOW"):
+            text = ORDERS_AND_LINES_OF_A_PRIORITY.format(priority)
+            assert_same_rows(cs.sql(text).collect(), tpch.sql(text).collect())
+            cs.settle_harvests()
+            operators = cs.last_record.operators
+            unions = [o for o in operators if o.op == "Union"]
+            assert unions and not [o for o in unions if o.cached]
+            reasons += [o.decision.reason for o in unions]
+            # its inputs, each a table copy, are measured and judged instead
+            under = [o for o in operators if o.path[:-1] == unions[0].path]
+            assert {o.decision.reason for o in under} <= {
+                "table_copy_unmeasured",
+                "table_copy_most_rows",
+            }
+    assert set(reasons) == {"union_copy_unmeasured"}

@@ -17,7 +17,7 @@ from criss.qtree.rewrite import (
     Relative,
     Reuse,
     SortKey,
-    copied_relation,
+    copied_relations,
     final_ordering,
     plan_reuse,
     result_node,
@@ -158,8 +158,8 @@ class Match:
     reuses: list[Reuse]
     #: The final ORDER BY over the query's result: the Sort's path and keys.
     ordering: tuple[tuple[int, ...], tuple[SortKey, ...]] | None
-    #: Each copy of one table (criss.qtree.rewrite.copied_relation), with the rows of the
-    #: table it copies where the copy is measured (Parquet footers; else None).
+    #: Each copy of tables (criss.qtree.rewrite.copied_relations), with the rows of the
+    #: tables it copies where the copy is measured (Parquet footers; else None).
     table_rows: dict[tuple[int, ...], int | None]
     #: Operators a cached entry could serve that are computed instead, measured cheaper
     #: than ``min_texec``: path -> (the entry, its measured Texec).
@@ -238,15 +238,20 @@ def stale_relations(session: CrissSession, tree: PlanNode) -> list[str]:
 def _copied_table_rows(
     tree: PlanNode, observations: dict[str, Observation], broadcast_bytes: int
 ) -> dict[tuple[int, ...], int | None]:
-    """Every copy of one table (criss.qtree.rewrite.copied_relation), with the rows of the
-    table it copies where the copy is measured (a measured copy is judged by the share of
+    """Every copy of tables (criss.qtree.rewrite.copied_relations), with the rows of the
+    tables it copies where the copy is measured (a measured copy is judged by the share of
     them it keeps; an unmeasured one only waits, so no footer is read for it: None)."""
     rows = {}
     for node in tree.walk():
-        copied = copied_relation(node, broadcast_bytes)
+        copied = copied_relations(node, broadcast_bytes)
         if copied is None:
             continue
         seen = observations.get(node.fingerprint)
         measured = seen is not None and seen.stats.has_stats
-        rows[node.path] = table_rows(copied.relation) if measured else None
+        rows[node.path] = _total_rows(copied) if measured else None
     return rows
+
+
+def _total_rows(relations: tuple[PlanNode, ...]) -> int | None:
+    counts = [table_rows(relation.relation) for relation in relations]
+    return None if None in counts else sum(counts)
