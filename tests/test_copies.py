@@ -208,9 +208,10 @@ ORDERS_AND_LINES_OF_A_PRIORITY = (
 )
 
 
-def test_a_union_of_lineitem_and_orders_is_measured_but_never_cached(tpch, tmp_path):
+def test_a_union_of_lineitem_and_orders_is_never_cached_and_its_inputs_are_judged(tpch, tmp_path):
     """The union of two tables' columns under a join (TPC-DS q5's shape) recurs in every
-    statement and keeps all their rows: measured, judged a copy, and never written."""
+    statement: Spark measures no rows of it, so it is judged a copy waiting for them and
+    never written, and its inputs, each a table copy, are measured and judged instead."""
     options = {"min_texec": 0.0, "lift_aggregates": "off"}
     reasons = []
     with criss.session(tpch, home=str(tmp_path / "h"), **options) as cs:
