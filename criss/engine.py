@@ -52,7 +52,7 @@ from criss.planner.spark_cache import (
 from criss.planner.writethrough import PendingWrite, commit_written  # noqa: TC001
 from criss.policies import get_policy
 from criss.qtree import QTree, canonicalize, fingerprint_tree
-from criss.qtree.canonical import RULES, mark_python_udfs
+from criss.qtree.canonical import RULES, clean_args
 from criss.qtree.executed import PlannedQuery
 from criss.qtree.plan import PlanNode
 from criss.qtree.scans import with_read_bytes
@@ -99,8 +99,7 @@ class CrissSession:
         #: memo key of a captured plan → its canonical tree (see ``canonical_tree``).
         self._canonical_trees = RecentItems(REMEMBERED_PLANS)
         self._rules = tuple(
-            (lambda n: mark_python_udfs(n, options.allowed_udfs)) if r is mark_python_udfs else r
-            for r in RULES
+            (lambda n: clean_args(n, options.allowed_udfs)) if r is clean_args else r for r in RULES
         )
         #: QueryExecution id of each DataFrame handed out → operators it may measure.
         self._watched = RecentItems(REMEMBERED_PLANS * 8)

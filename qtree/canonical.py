@@ -80,20 +80,51 @@ KNOWN_LEAVES = frozenset({"LogicalRelation", "LocalRelation", "OneRowRelation", 
 
 def strip_noise(node: PlanNode) -> PlanNode:
     """Drop JVM ids, ``originalRoot`` and ``qualifier`` from every argument."""
-    return node.with_(args={k: _strip(v) for k, v in node.args.items() if k not in NOISE_KEYS})
+    return node.with_(args=_ArgsScan(node.op, node.args).args)
 
 
-def _strip(value: Any) -> Any:
-    # scalars are handed on without a call: plans of TPC-DS size hold ~100 per operator
-    if isinstance(value, dict):
-        return {
-            k: _strip(v) if isinstance(v, (dict, list)) else v
-            for k, v in value.items()
-            if k not in NOISE_KEYS
-        }
-    if isinstance(value, list):
-        return [_strip(v) if isinstance(v, (dict, list)) else v for v in value]
-    return value
+class _ArgsScan:
+    """An operator's arguments without noise (``NOISE_KEYS``), and what one walk over
+    them finds: the first field written as null that is not benign and the names of the
+    Python UDFs, in document order. One walk, not one per rule: TPC-DS plans hold ~100
+    JSON values per operator, and these walks were a third of a first sight's canonical
+    form."""
+
+    def __init__(self, op: str, args: dict[str, Any]) -> None:
+        self.lost: str | None = None
+        self.udfs: list[str] = []
+        self.args = self._dict(args, op)
+
+    def _dict(self, value: dict[str, Any], owner: str) -> dict[str, Any]:
+        kind = value.get("class")
+        if kind is not None:
+            owner = kind
+            if kind == PYTHON_UDF:
+                self.udfs.append(str(value.get("name")))
+        out = {}
+        for key, item in value.items():
+            if key in NOISE_KEYS:
+                continue
+            if item is None:
+                if self.lost is None and (owner, key) not in BENIGN_NULLS:
+                    self.lost = f"{owner.rsplit('.', 1)[-1]}.{key}"
+            elif isinstance(item, dict):
+                item = self._dict(item, owner)
+            elif isinstance(item, list):
+                item = self._list(item, owner)
+            out[key] = item
+        return out
+
+    def _list(self, value: list[Any], owner: str) -> list[Any]:
+        # a null element is not a field: nothing to name
+        return [
+            self._dict(item, owner)
+            if isinstance(item, dict)
+            else self._list(item, owner)
+            if isinstance(item, list)
+            else item
+            for item in value
+        ]
 
 
 def existence_join_output(node: PlanNode) -> PlanNode:
@@ -129,63 +160,42 @@ BENIGN_NULLS = frozenset(
 )
 
 
-def mark_lossy_fields(node: PlanNode) -> PlanNode:
-    """An operator whose JSON still holds a null field (a value Catalyst cannot serialise,
-    e.g. a Scala UDF's function) is not fully described by its fingerprint: never cached."""
+def clean_args(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
+    """``node`` without noise in its arguments (``strip_noise``), and never cached where
+    they lose what it computes (``mark_lossy_fields``) or call a Python UDF that is not
+    allow-listed (``mark_python_udfs``), in one walk over them."""
+    scan = _ArgsScan(node.op, node.args)
+    node = node.with_(args=scan.args)
     if node.uncacheable is not None:
         return node
-    lost = _first_null_field(node.op, node.args)
+    if scan.lost is not None:
+        return node.with_(uncacheable=f"Catalyst's plan JSON omits {scan.lost}")
+    allowed = set(allowed_udfs)
+    names = [name for name in scan.udfs if name not in allowed]
+    if names:
+        return node.with_(uncacheable=f"Python UDF {names[0]!r} is not allow-listed")
+    return node
+
+
+def mark_lossy_fields(node: PlanNode) -> PlanNode:
+    """An operator whose JSON still holds a null field (a value Catalyst cannot serialise,
+    e.g. a Scala UDF's function) is not fully described by its fingerprint: never cached.
+    Its arguments are left as they are."""
+    if node.uncacheable is not None:
+        return node
+    lost = _ArgsScan(node.op, node.args).lost
     if lost is None:
         return node
     return node.with_(uncacheable=f"Catalyst's plan JSON omits {lost}")
 
 
-def _first_null_field(owner: str, value: Any) -> str | None:
-    """The first field under ``value`` written as null that is not benign, as
-    "Class.field"; None if there is none."""
-    if isinstance(value, dict):
-        owner = value.get("class", owner)
-        for key, item in value.items():
-            if item is None:
-                if (owner, key) not in BENIGN_NULLS:
-                    return f"{owner.rsplit('.', 1)[-1]}.{key}"
-            elif key not in NOISE_KEYS and isinstance(item, (dict, list)):
-                found = _first_null_field(owner, item)
-                if found is not None:
-                    return found
-    elif isinstance(value, list):
-        for item in value:  # a null element is not a field: nothing to name
-            if isinstance(item, (dict, list)):
-                found = _first_null_field(owner, item)
-                if found is not None:
-                    return found
-    return None
-
-
 def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
     """Python UDFs claim to be deterministic; only allow-listed ones are trusted."""
     allowed = set(allowed_udfs)
-    names = [n for n in _python_udf_names(node.args) if n not in allowed]
+    names = [n for n in _ArgsScan(node.op, node.args).udfs if n not in allowed]
     if names and node.uncacheable is None:
         return node.with_(uncacheable=f"Python UDF {names[0]!r} is not allow-listed")
     return node
-
-
-def _python_udf_names(value: Any, found: list[str] | None = None) -> list[str]:
-    """The names of the Python UDFs under ``value``, in document order."""
-    found = [] if found is None else found
-    if isinstance(value, dict):
-        if value.get("class") == PYTHON_UDF:
-            found.append(str(value.get("name")))
-        items: Iterable[Any] = value.values()
-    elif isinstance(value, list):
-        items = value
-    else:
-        return found
-    for item in items:
-        if isinstance(item, (dict, list)):
-            _python_udf_names(item, found)
-    return found
 
 
 def parse_expressions(node: PlanNode) -> PlanNode:
@@ -309,10 +319,8 @@ def mark_uncacheable(node: PlanNode) -> PlanNode:
 
 #: Applied in this order to every operator, children before parents.
 RULES: tuple[Rule, ...] = (
-    strip_noise,
-    mark_lossy_fields,
+    clean_args,
     existence_join_output,
-    mark_python_udfs,
     parse_expressions,
     normalize_expressions,
     relation_identity,

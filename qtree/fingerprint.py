@@ -56,14 +56,31 @@ def operator_digest(node: PlanNode, *, values: bool = True) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def operator_digests(node: PlanNode) -> tuple[str, str]:
+    """``operator_digest`` of ``node`` with and without its literals' values: one
+    serialization where it has no literal (the texts are then equal), two where it has."""
+    has_values = False
+
+    def as_list(value: Any) -> Any:
+        nonlocal has_values
+        if isinstance(value, Expr) and value.cls in (LITERAL, IN_SET):
+            has_values = True
+        return _expression_as_list(value)
+
+    text = json.dumps([node.op, node.args], sort_keys=True, separators=(",", ":"), default=as_list)
+    exact = hashlib.sha256(text.encode()).hexdigest()
+    return exact, (operator_digest(node, values=False) if has_values else exact)
+
+
 def fingerprint_tree(root: PlanNode) -> PlanNode:
     """Return the tree with ``fingerprint`` set on every node (children first), and its
     template key in ``extra`` (:data:`TEMPLATE`)."""
     children = tuple(fingerprint_tree(c) for c in root.children)
+    own, own_template = operator_digests(root)
     exact = hashlib.sha256(FINGERPRINT_VERSION.encode())
-    exact.update(operator_digest(root).encode())
+    exact.update(own.encode())
     template = hashlib.sha256(FINGERPRINT_VERSION.encode())
-    template.update(operator_digest(root, values=False).encode())
+    template.update(own_template.encode())
     for child in children:
         exact.update(child.fingerprint.encode())
         template.update(child.extra[TEMPLATE].encode())

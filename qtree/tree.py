@@ -32,6 +32,17 @@ SCHEMA_VERSION = "1"
 EXECUTED_PLAN = "executed plan"
 #: ``stats_source`` of statistics measured by writing the result (its size is exact).
 MEASURED = "measured"
+#: What ``QTree.observe`` writes for an operator seen before, one never seen, and its edges.
+_UPDATE_SEEN = (
+    "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ?, "
+    "subsume_key = ?, shape = ?, template_key = ? where fingerprint = ?"
+)
+_INSERT_NEW = (
+    "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, rel_key, "
+    "rel_version, relaxed_key, columns, subsume_key, shape, template_key) "
+    "values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_EDGE = "insert or replace into edges (parent, position, child) values (?, ?, ?)"
 
 
 @dataclass(frozen=True)
@@ -158,14 +169,19 @@ class QTree:
         nodes = [n for n in root.walk_bottom_up() if n.uncacheable is None]
         known = self._load(n.fingerprint for n in nodes)
         result: dict[str, Observation] = {}
+        writes: dict[str, list[tuple]] = {_UPDATE_SEEN: [], _INSERT_NEW: [], _INSERT_EDGE: []}
+        for node in nodes:
+            if node.fingerprint in result:  # the same subtree twice in one query
+                continue
+            old = known.get(node.fingerprint)
+            stats = self._touch(node, old, now, writes)
+            result[node.fingerprint] = Observation(stats, matched=old is not None)
         try:
-            with self.db.conn:
-                for node in nodes:
-                    if node.fingerprint in result:  # the same subtree twice in one query
-                        continue
-                    old = known.get(node.fingerprint)
-                    stats = self._touch(node, old, now)
-                    result[node.fingerprint] = Observation(stats, matched=old is not None)
+            with self.db.conn as conn:
+                # one statement per kind of write, not one per operator: a TPC-DS query has
+                # ~70 operators, and each execute is a round of sqlite-utils and SQLite
+                for sql, rows in writes.items():
+                    conn.executemany(sql, rows)
         except sqlite3.Error as exc:
             raise CatalogError(f"cannot update the QTree catalog {self.db_path}: {exc}") from exc
         return result
@@ -186,29 +202,26 @@ class QTree:
             result.setdefault(node.fingerprint, Observation(stats, matched=old is not None))
         return result
 
-    def _touch(self, node: PlanNode, old: NodeStats | None, now: float) -> NodeStats:
+    def _touch(
+        self, node: PlanNode, old: NodeStats | None, now: float, writes: dict[str, list[tuple]]
+    ) -> NodeStats:
         if old is not None:
             # the rewrite keys are refreshed too: a home written by an older Criss keyed
             # its operators differently, and would otherwise never serve them as relatives
-            self.db.execute(
-                "update nodes set ref = ref + 1, last_access = ?, relaxed_key = ?, columns = ?, "
-                "subsume_key = ?, shape = ?, template_key = ? where fingerprint = ?",
-                [
+            writes[_UPDATE_SEEN].append(
+                (
                     now,
                     relaxed_key(node),
                     json.dumps(relaxed_columns(node)),
                     *_subsumption(node),
                     node.extra.get(TEMPLATE),
                     node.fingerprint,
-                ],
+                )
             )
             return NodeStats(**{**old.__dict__, "ref": old.ref + 1, "last_access": now})
         rel = node.relation or {}
-        self.db.execute(
-            "insert or ignore into nodes (fingerprint, op, label, ref, first_seen, last_access, "
-            "rel_key, rel_version, relaxed_key, columns, subsume_key, shape, template_key) "
-            "values (?, ?, ?, 1, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
+        writes[_INSERT_NEW].append(
+            (
                 node.fingerprint,
                 node.op,
                 node.extra.get("label", node.op),
@@ -220,15 +233,12 @@ class QTree:
                 json.dumps(relaxed_columns(node)),
                 *_subsumption(node),
                 node.extra.get(TEMPLATE),
-            ],
+            )
         )
         for position, child in enumerate(node.children):
             held = _held(child)
             if held is not None:
-                self.db.execute(
-                    "insert or replace into edges (parent, position, child) values (?, ?, ?)",
-                    [node.fingerprint, position, held.fingerprint],
-                )
+                writes[_INSERT_EDGE].append((node.fingerprint, position, held.fingerprint))
                 if self._graph is not None:
                     self._graph.add_edge(node.fingerprint, held.fingerprint)
         if self._graph is not None:

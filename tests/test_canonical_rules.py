@@ -20,6 +20,8 @@ from criss.qtree.canonical import (
     ORDER_BOUND,
     PYTHON_UDF,
     RULES,
+    clean_args,
+    mark_lossy_fields,
     mark_python_udfs,
     strip_noise,
 )
@@ -132,6 +134,25 @@ def test_a_python_udf_is_uncacheable_unless_allow_listed():
     node = project(relation("t", 1), alias(udf, 0))
     assert mark_python_udfs(node).uncacheable == "Python UDF 'score' is not allow-listed"
     assert mark_python_udfs(node, ["score"]).uncacheable is None
+
+
+def test_one_walk_strips_noise_and_marks_lossy_fields_before_python_udfs():
+    udf = [{"class": PYTHON_UDF, "num-children": 1, "name": "score", "children": [0]}, *attr(0)]
+    scala = [{"class": X + "ScalaUDF", "num-children": 1, "function": None}, *attr(1)]
+    plain = project(relation("t", 2), alias(udf, 0))
+    lossy = project(relation("t", 2), alias(udf, 0), alias(scala, 1, "y"))
+    for node in (plain, lossy):
+        assert clean_args(node).args == strip_noise(node).args
+        assert "jvmId" not in repr(clean_args(node).args)
+    omitted = "Catalyst's plan JSON omits ScalaUDF.function"
+    assert clean_args(lossy).uncacheable == mark_lossy_fields(lossy).uncacheable == omitted
+    assert clean_args(lossy, ["score"]).uncacheable == omitted
+    assert clean_args(plain).uncacheable == "Python UDF 'score' is not allow-listed"
+    assert clean_args(plain, ["score"]).uncacheable is None
+    # a join's null hint is benign; an operator already refused keeps its reason
+    assert clean_args(join(relation("a", 1), relation("b", 1), lit(1))).uncacheable is None
+    refused = plain.with_(uncacheable="refused")
+    assert clean_args(refused).uncacheable == "refused"
 
 
 # --- rules over expressions -------------------------------------------------------------------

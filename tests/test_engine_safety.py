@@ -132,6 +132,27 @@ def test_a_nested_subquerys_rewritten_input_is_never_served_stale(spark, cs, tmp
     assert sum(r["c"] for r in rows) == 298  # 1 < id < 300
 
 
+def test_only_a_plan_naming_more_relations_than_its_leaves_is_searched_for_nested_ones(
+    spark, cs, tmp_path
+):
+    """The capture looks into every operator's expressions for the files a subquery reads
+    only when the plan's JSON names more file relations than the plan's own leaves: a
+    plan of joins is not searched, one whose subquery reads a file (nested or not) is."""
+    _parquet_view(spark, spark.range(0, 100), tmp_path / "facts", "flag_facts")
+    _numbers_view(spark, 10, "y", tmp_path / "limits", "flag_limits")
+    _numbers_view(spark, 5, "z", tmp_path / "inner", "flag_inner")
+    cases = {
+        "select id, y from flag_facts join flag_limits on id = y": False,
+        "select id % 5, count(*) from flag_facts group by 1": False,
+        "select id from flag_facts where id > (select max(y) from flag_limits)": True,
+        "select id from flag_facts where id > (select max(y) from flag_limits "
+        "where y < (select max(z) from flag_inner))": True,
+    }
+    for sql, nested in cases.items():
+        canonical = spark.sql(sql)._jdf.queryExecution().optimizedPlan().canonicalized()
+        assert cs.bridge.plan_tree(canonical).nested_relations is nested, sql
+
+
 def test_case_when_over_subqueries_is_served_and_never_stale(spark, cs, tmp_path):
     """Catalyst's JSON writes a CASE WHEN's branches twice (as children and in full), and
     so each subquery plan in them (TPC-DS q9): the second copies take the first copies'

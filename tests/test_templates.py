@@ -13,7 +13,7 @@ from criss.policies.decisions import CachingRules, QueryFacts, decide_caching
 from criss.policies.reasons import CACHE, SKIP, describe
 from criss.qtree import QTree, fingerprint_tree
 from criss.qtree.canonical import ATTRIBUTE, LITERAL
-from criss.qtree.fingerprint import TEMPLATE
+from criss.qtree.fingerprint import TEMPLATE, operator_digest, operator_digests
 from criss.qtree.plan import Expr, PlanNode
 from criss.qtree.rewrite import result_node
 from criss.qtree.templates import TemplateRecurrence, TemplateStats
@@ -47,6 +47,17 @@ def test_other_values_share_a_template_key_and_nothing_else_does():
     # another column, or another type of value, is other work
     assert _filtered(10, column=2).extra[TEMPLATE] != one.extra[TEMPLATE]
     assert _filtered("10", data_type="string").extra[TEMPLATE] != one.extra[TEMPLATE]
+
+
+def test_an_operator_without_literals_is_serialized_once_for_both_digests():
+    aggregate, where = _filtered(10), _filtered(10).children[0]
+    for node in (aggregate, where, where.children[0]):
+        exact, template = operator_digests(node)
+        assert exact == operator_digest(node)
+        assert template == operator_digest(node, values=False)
+    # only the Filter holds a literal: its digests differ, the others' are one text
+    assert operator_digests(where)[0] != operator_digests(where)[1]
+    assert operator_digests(aggregate)[0] == operator_digests(aggregate)[1]
 
 
 def test_the_qtree_hands_back_the_medians_of_a_templates_measured_runs(tmp_path):

@@ -15,7 +15,7 @@ import re
 import stat
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from criss.bridge.lossy import mark_settings, needs_restoring, restore_lossy_fields
 from criss.bridge.subqueries import LOGICAL_RELATION, SubqueryRelations, relation_dicts
@@ -73,6 +73,24 @@ class PlanNodes:
         self._nodes[path] = node
 
 
+class PlanTree(NamedTuple):
+    """The plain-Python tree of a canonicalized plan, as ``RememberedTrees`` gives it."""
+
+    tree: PlanNode
+    #: The serial number it is remembered under (None: not remembered).
+    serial: int | None
+    #: It holds a binary literal Criss did not name (see ``RememberedTrees``).
+    unnamed_binary: bool
+    #: A file relation may be read inside an expression (a subquery's plan): False only
+    #: when the JSON names no more relations than the plan's own leaves, so that no walk
+    #: over every operator's expressions looks for them.
+    nested_relations: bool
+
+
+#: How Catalyst's JSON names a file relation's class, wherever it is.
+_RELATION_TEXT = json.dumps(LOGICAL_RELATION)
+
+
 class RememberedTrees:
     """Plain-Python trees of recently captured canonicalized plans, by case-class equality.
 
@@ -95,11 +113,11 @@ class RememberedTrees:
         ansi: bool = False,
         jvm: Any = None,
         settings: str | None = None,
-    ) -> tuple[PlanNode, int | None, bool]:
-        """The tree of ``canonical``, the serial number it is remembered under (None if it
-        is not), and whether it holds a binary literal not named in ``binary_names``
-        (``jvm``: the gateway's view, for restoring what the plan's JSON loses;
-        ``settings``: the session's result settings off their defaults, ``lossy.settings_of``).
+    ) -> PlanTree:
+        """The tree of ``canonical`` (see PlanTree); an unnamed binary literal is one not
+        in ``binary_names`` (``jvm``: the gateway's view, for restoring what the plan's
+        JSON loses; ``settings``: the session's result settings off their defaults,
+        ``lossy.settings_of``).
 
         The tree holds no file listing or determinism: ``CapturedPlan`` adds those fresh on
         every capture. A plan with an unnamed binary literal is never remembered.
@@ -107,10 +125,10 @@ class RememberedTrees:
         code = int(canonical.hashCode())
         remembered = self._trees.get(code)
         if remembered is not None:
-            jplan, tree, serial, marked = remembered
+            jplan, found, marked = remembered
             if marked == settings and canonical.equals(jplan):
                 self.hits += 1
-                return tree, serial, False
+                return found
         text = canonical.toJSON()
         if '"[B@' in text and binary_names:
             text = _BINARY_VALUE.sub(
@@ -118,22 +136,24 @@ class RememberedTrees:
             )
         text = _EVAL_MODE.sub(rf'"\1":"{"ANSI" if ansi else "LEGACY"}"', text)
         nodes = json.loads(text)
+        own_relations = sum(1 for node in nodes if node.get("class") == LOGICAL_RELATION)
+        nested = text.count(_RELATION_TEXT) > own_relations
         if needs_restoring(text):
             restore_lossy_fields(PlanNodes(canonical).at, nodes, jvm)
         mark_settings(nodes, settings)
         tree = tree_from_catalyst_json(nodes)
         if '"[B@' in text:
-            return tree, None, True
+            return PlanTree(tree, None, True, nested)
         if IN_MEMORY_RELATION in text:
             # a relation of Spark's cache holds the physical plan that filled it, with its
             # broadcast relations and shuffles: kept here, every executed plan Criss read
             # back would stay in the driver's memory (hundreds of MB after 22 TPC-H
             # queries at SF 1); and a plan over one such relation never recurs
-            return tree, None, False
-        serial = next(self._serial)
+            return PlanTree(tree, None, False, nested)
+        found = PlanTree(tree, next(self._serial), False, nested)
         # an unequal plan of the same hash replaces the one kept: ``equals`` decides hits
-        self._trees.put(code, (canonical, tree, serial, settings))
-        return tree, serial, False
+        self._trees.put(code, (canonical, found, settings))
+        return found
 
 
 def _copied_to_relations(value: Any) -> Any:
@@ -204,11 +224,11 @@ class CapturedPlan:
             canonical = self.root.canonicalized()
             #: (path, key, version) of each file relation read inside a subquery expression.
             self.subquery_inputs: list[tuple[tuple[int, ...], str, str]] = []
-            tree, serial, unnamed_binary = bridge.plan_tree(canonical)
-            self.tree = self._annotate(tree, PlanNodes(canonical), unnamed_binary=unnamed_binary)
+            found = bridge.plan_tree(canonical)
+            self.tree = self._annotate(found, PlanNodes(canonical))
             #: What ``tree`` is a function of (the remembered plan, its files' identities and
             #: determinism), for memoizing work on it; None when not remembered.
-            self.memo_key = None if serial is None else self._memo_key(serial)
+            self.memo_key = None if found.serial is None else self._memo_key(found.serial)
         except BridgeError:
             raise
         except Exception as exc:  # any error: py4j's carry the JVM exception text, and a
@@ -240,9 +260,7 @@ class CapturedPlan:
             tuple(self.subquery_inputs),
         )
 
-    def _annotate(
-        self, tree: PlanNode, canonical: PlanNodes, unnamed_binary: bool = False
-    ) -> PlanNode:
+    def _annotate(self, found: PlanTree, canonical: PlanNodes) -> PlanNode:
         """Add what canonical JSON lacks: determinism and the identity of file relations,
         those a subquery expression reads included (``canonical``: the canonicalized JVM
         plan, whose expressions are in the JSON's order).
@@ -251,6 +269,7 @@ class CapturedPlan:
         the same bytes differ between runs and different bytes may collide, so an operator
         holding one is never cached or matched.
         """
+        tree, unnamed_binary = found.tree, found.unnamed_binary
         leaves = self.root.collectLeaves()
         jleaves = [leaves.apply(i) for i in range(leaves.size())]
         if len(jleaves) != sum(1 for _ in tree.leaves()):
@@ -264,7 +283,9 @@ class CapturedPlan:
         nondeterministic = set() if self.root.deterministic() else self._nondeterministic_paths()
 
         # plan-level relations have no "class" in their args: these are in subqueries
-        nested = any(True for _ in relation_dicts([n.args for n in tree.walk()]))
+        nested = found.nested_relations and any(
+            True for _ in relation_dicts([n.args for n in tree.walk()])
+        )
 
         def visit(node: PlanNode) -> PlanNode:
             children = tuple(visit(c) for c in node.children)

@@ -10,7 +10,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.bloom import BloomLiterals
-from criss.bridge.capture import REMEMBERED_PLANS, CapturedPlan, KnownRelations, RememberedTrees
+from criss.bridge.capture import (
+    REMEMBERED_PLANS,
+    CapturedPlan,
+    KnownRelations,
+    PlanTree,
+    RememberedTrees,
+)
 from criss.bridge.errors import jvm_errors
 from criss.bridge.execution import PartitionedResult
 from criss.bridge.joins import JoinPlan
@@ -38,7 +44,6 @@ TRY_FUNCTIONS = (
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-    from criss.qtree.plan import PlanNode
     from criss.qtree.rewrite import SortKey
     from criss.qtree.subsume import Derivation, LiftSite
 
@@ -111,10 +116,8 @@ class CatalystBridge:
         """Captures whose tree was remembered from an equal plan (no ``toJSON``)."""
         return self._trees.hits
 
-    def plan_tree(self, canonical: Any) -> tuple[PlanNode, int | None, bool]:
-        """The plain-Python tree of a canonicalized plan, the serial number it is remembered
-        under (None if it is not), and whether it holds a binary literal Criss did not name
-        (see RememberedTrees)."""
+    def plan_tree(self, canonical: Any) -> PlanTree:
+        """The plain-Python tree of a canonicalized plan (see RememberedTrees)."""
         # the effective mode: ``conf.get(key, default)`` returns ``default`` for a setting
         # never set, not Spark's default (ANSI on since Spark 4)
         ansi = bool(self._sql_conf.ansiEnabled())
