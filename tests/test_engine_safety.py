@@ -137,13 +137,16 @@ def test_only_a_plan_naming_more_relations_than_its_leaves_is_searched_for_neste
 ):
     """The capture looks into every operator's expressions for the files a subquery reads
     only when the plan's JSON names more file relations than the plan's own leaves: a
-    plan of joins is not searched, one whose subquery reads a file (nested or not) is."""
+    plan of joins is not searched, one whose subquery reads a file (nested or not) is, and
+    so is one with an Expand (its projections are read from the JVM after the text)."""
     _parquet_view(spark, spark.range(0, 100), tmp_path / "facts", "flag_facts")
     _numbers_view(spark, 10, "y", tmp_path / "limits", "flag_limits")
     _numbers_view(spark, 5, "z", tmp_path / "inner", "flag_inner")
     cases = {
         "select id, y from flag_facts join flag_limits on id = y": False,
         "select id % 5, count(*) from flag_facts group by 1": False,
+        # an Expand's projections are restored after the text is read: always searched
+        "select id % 5, count(*) from flag_facts group by rollup(id % 5)": True,
         "select id from flag_facts where id > (select max(y) from flag_limits)": True,
         "select id from flag_facts where id > (select max(y) from flag_limits "
         "where y < (select max(z) from flag_inner))": True,

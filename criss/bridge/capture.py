@@ -17,7 +17,7 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from criss.bridge.lossy import mark_settings, needs_restoring, restore_lossy_fields
+from criss.bridge.lossy import EXPAND, mark_settings, needs_restoring, restore_lossy_fields
 from criss.bridge.subqueries import LOGICAL_RELATION, SubqueryRelations, relation_dicts
 from criss.errors import BridgeError
 from criss.qtree.plan import PlanNode, tree_from_catalyst_json
@@ -82,8 +82,9 @@ class PlanTree(NamedTuple):
     #: It holds a binary literal Criss did not name (see ``RememberedTrees``).
     unnamed_binary: bool
     #: A file relation may be read inside an expression (a subquery's plan): False only
-    #: when the JSON names no more relations than the plan's own leaves, so that no walk
-    #: over every operator's expressions looks for them.
+    #: when the JSON names no more relations than the plan's own leaves and holds no
+    #: Expand (whose projections, written as null, are restored from the JVM after the
+    #: text is read), so that no walk over every operator's expressions looks for them.
     nested_relations: bool
 
 
@@ -137,7 +138,7 @@ class RememberedTrees:
         text = _EVAL_MODE.sub(rf'"\1":"{"ANSI" if ansi else "LEGACY"}"', text)
         nodes = json.loads(text)
         own_relations = sum(1 for node in nodes if node.get("class") == LOGICAL_RELATION)
-        nested = text.count(_RELATION_TEXT) > own_relations
+        nested = text.count(_RELATION_TEXT) > own_relations or EXPAND in text
         if needs_restoring(text):
             restore_lossy_fields(PlanNodes(canonical).at, nodes, jvm)
         mark_settings(nodes, settings)
