@@ -1,6 +1,6 @@
 """cProfile of cs.sql() over every TPC-DS query's first sight (one home, each statement
 run plain first, untimed); prints the top functions by own time and by cumulative time,
-Criss's own by cumulative time, and the callers of py4j's calls, and dumps the profile
+Criss's own by cumulative time, and the callers of each JVM call, and dumps the profile
 (argv: data directory, profile file)."""
 
 import cProfile
