@@ -78,17 +78,12 @@ KNOWN_LEAVES = frozenset({"LogicalRelation", "LocalRelation", "OneRowRelation", 
 # --- rules over raw JSON values --------------------------------------------------------------
 
 
-def strip_noise(node: PlanNode) -> PlanNode:
-    """Drop JVM ids, ``originalRoot`` and ``qualifier`` from every argument."""
-    return node.with_(args=_ArgsScan(node.op, node.args).args)
-
-
 class _ArgsScan:
     """An operator's arguments without noise (``NOISE_KEYS``), and what one walk over
     them finds: the first field written as null that is not benign and the names of the
-    Python UDFs, in document order. One walk, not one per rule: TPC-DS plans hold ~100
-    JSON values per operator, and these walks were a third of a first sight's canonical
-    form."""
+    Python UDFs, in document order. One walk, not one for each: TPC-DS plans hold ~100
+    JSON values per operator, and three such walks were a third of a first sight's
+    canonical form."""
 
     def __init__(self, op: str, args: dict[str, Any]) -> None:
         self.lost: str | None = None
@@ -147,7 +142,7 @@ def existence_join_output(node: PlanNode) -> PlanNode:
 #: Fields Catalyst's JSON may write as null without losing what the operator computes: a
 #: join's hint (in the plan, or in a subquery's plan), a file relation's (its identity is
 #: added apart, by ``relation_identity``), a NULL literal's value, a Python UDF's function
-#: (known by name: only allow-listed ones are cached, see ``mark_python_udfs``). A file
+#: (known by name: only allow-listed ones are cached, see ``clean_args``). A file
 #: relation inside a subquery expression is not here: the bridge fills in its identity.
 BENIGN_NULLS = frozenset(
     {
@@ -161,9 +156,11 @@ BENIGN_NULLS = frozenset(
 
 
 def clean_args(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
-    """``node`` without noise in its arguments (``strip_noise``), and never cached where
-    they lose what it computes (``mark_lossy_fields``) or call a Python UDF that is not
-    allow-listed (``mark_python_udfs``), in one walk over them."""
+    """``node`` without JVM ids, ``originalRoot`` and ``qualifier`` in its arguments, and
+    never cached where they still hold a null field (a value Catalyst cannot serialise,
+    e.g. a Scala UDF's function: its fingerprint would not describe it) or call a Python
+    UDF that is not allow-listed (Python UDFs claim to be deterministic; only allow-listed
+    ones are trusted), in one walk over them."""
     scan = _ArgsScan(node.op, node.args)
     node = node.with_(args=scan.args)
     if node.uncacheable is not None:
@@ -173,27 +170,6 @@ def clean_args(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
     allowed = set(allowed_udfs)
     names = [name for name in scan.udfs if name not in allowed]
     if names:
-        return node.with_(uncacheable=f"Python UDF {names[0]!r} is not allow-listed")
-    return node
-
-
-def mark_lossy_fields(node: PlanNode) -> PlanNode:
-    """An operator whose JSON still holds a null field (a value Catalyst cannot serialise,
-    e.g. a Scala UDF's function) is not fully described by its fingerprint: never cached.
-    Its arguments are left as they are."""
-    if node.uncacheable is not None:
-        return node
-    lost = _ArgsScan(node.op, node.args).lost
-    if lost is None:
-        return node
-    return node.with_(uncacheable=f"Catalyst's plan JSON omits {lost}")
-
-
-def mark_python_udfs(node: PlanNode, allowed_udfs: Iterable[str] = ()) -> PlanNode:
-    """Python UDFs claim to be deterministic; only allow-listed ones are trusted."""
-    allowed = set(allowed_udfs)
-    names = [n for n in _ArgsScan(node.op, node.args).udfs if n not in allowed]
-    if names and node.uncacheable is None:
         return node.with_(uncacheable=f"Python UDF {names[0]!r} is not allow-listed")
     return node
 

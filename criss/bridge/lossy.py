@@ -9,7 +9,7 @@ as local time in the session's time zone (UTC's and Tokyo's ``timestamp'2024-03-
 elements' unquoted text (``array('a,b')`` and ``array('a', 'b')`` both ``[a,b]``; NULL and
 ``'null'`` both ``null``). Each is rewritten here from the JVM objects; what cannot be is
 left null (``exactValue`` for a literal), which makes its operator uncacheable
-(``qtree.canonical.mark_lossy_fields``).
+(``qtree.canonical.clean_args``).
 """
 
 from __future__ import annotations
