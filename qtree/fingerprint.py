@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from criss.qtree.canonical import IN_SET, LITERAL
@@ -45,15 +46,7 @@ def _expression_without_values(value: Any) -> Any:
 def operator_digest(node: PlanNode, *, values: bool = True) -> str:
     """Hash of the operator itself (its canonical arguments), without its children;
     without the values of its literals if not ``values``."""
-    # json's C encoder writes tuples as arrays and calls ``default`` only for an Expr:
-    # the same text as converting the arguments to lists first, several times faster
-    text = json.dumps(
-        [node.op, node.args],
-        sort_keys=True,
-        separators=(",", ":"),
-        default=_expression_as_list if values else _expression_without_values,
-    )
-    return hashlib.sha256(text.encode()).hexdigest()
+    return _digest(node, _expression_as_list if values else _expression_without_values)
 
 
 def operator_digests(node: PlanNode) -> tuple[str, str]:
@@ -67,9 +60,15 @@ def operator_digests(node: PlanNode) -> tuple[str, str]:
             has_values = True
         return _expression_as_list(value)
 
-    text = json.dumps([node.op, node.args], sort_keys=True, separators=(",", ":"), default=as_list)
-    exact = hashlib.sha256(text.encode()).hexdigest()
+    exact = _digest(node, as_list)
     return exact, (operator_digest(node, values=False) if has_values else exact)
+
+
+def _digest(node: PlanNode, default: Callable[[Any], Any]) -> str:
+    # json's C encoder writes tuples as arrays and calls ``default`` only for an Expr:
+    # the same text as converting the arguments to lists first, several times faster
+    text = json.dumps([node.op, node.args], sort_keys=True, separators=(",", ":"), default=default)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def fingerprint_tree(root: PlanNode) -> PlanNode:
