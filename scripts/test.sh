@@ -21,7 +21,18 @@ ensure_chromium
 
 cd "$ROOT"
 if [ $# -gt 0 ]; then exec "$VENV/bin/python" -m pytest "$@"; fi
+# The local pass runs on one pytest worker per core (at most 4; pytest-xdist), each with a
+# Spark application of its own; a test file stays on one worker, in order (some files'
+# last test looks across the file's earlier ones). CRISS_TEST_WORKERS=1 runs it in one process.
+if [ -n "${CRISS_TEST_WORKERS:-}" ]; then
+  workers="$CRISS_TEST_WORKERS"
+else
+  workers="$(nproc 2>/dev/null || echo 1)"
+  workers=$((workers > 4 ? 4 : workers))
+fi
+parallel=()
+[ "$workers" -gt 1 ] && parallel=(-n "$workers" --dist loadfile)
 # tests that start applications of their own run once, on the cluster (marker cluster_pass)
-"$VENV/bin/python" -m pytest -m "not cluster_pass" --durations=30
+"$VENV/bin/python" -m pytest -m "not cluster_pass" "${parallel[@]}" --durations=30
 say "the cluster tests, on a loopback standalone cluster ..."
 exec "$VENV/bin/python" -m pytest -m "cluster and not local_only" --spark-master loopback --durations=15

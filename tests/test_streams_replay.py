@@ -110,6 +110,31 @@ def test_datagen_writes_tpcds_tables_once(tmp_path):
     assert (where / TPCDS.marker).stat().st_mtime_ns == written
 
 
+GENERATE = (
+    "import sys; from pathlib import Path; from criss.workload.tpch.data import ensure_tpch; "
+    "ensure_tpch(0.01, Path(sys.argv[1]))"
+)
+
+
+def test_processes_asking_for_the_same_data_at_once_generate_it_once(tmp_path):
+    """Two processes (test workers, two ``criss datagen``) wanting one directory take turns:
+    one generates, the other waits and finds it complete, and neither wipes the other's files."""
+    from criss.workload.tpch.data import TPCH
+
+    where = tmp_path / "tpch" / "sf0.01"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", GENERATE, str(where)], stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    said = [proc.communicate(timeout=300)[1] for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0], said
+    assert sum("generating TPC-H SF0.01" in text for text in said) == 1, said
+    assert TPCH.is_complete(where, 0.01)
+    assert (where.parent / ".sf0.01.lock").exists()
+
+
 @pytest.mark.spark
 def test_a_tpcds_replay_returns_plain_sparks_rows_and_reuses(spark, tmp_path):
     from criss.workload.tpcds.data import ensure_tpcds

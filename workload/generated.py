@@ -1,12 +1,16 @@
 """Benchmark data as Parquet, written by a generator from PyPI and reused when complete.
 
 A data directory holds one Parquet file per table and a marker file written last: a
-generation that was interrupted has no marker and is never reused. TPC-H comes from
+generation that was interrupted has no marker and is never reused. Processes that ask for
+the same directory at once take turns on a lock file beside it: the first generates, the
+others find the data complete (two test workers, or two ``criss datagen``, never wipe each
+other's files). TPC-H comes from
 ``tpchgen-cli``, TPC-DS from ``tpcgen-cli`` (both Rust ports of the official dbgen/dsdgen).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import subprocess
@@ -75,6 +79,12 @@ class ParquetData:
         path = Path(path) if path else self.dir_for(sf)
         if self.is_complete(path, sf):
             return path
+        with _generation_lock(path, quiet=quiet):
+            if self.is_complete(path, sf):  # another process generated it while we waited
+                return path
+            return self._generate(sf, path, quiet=quiet)
+
+    def _generate(self, sf: float, path: Path, *, quiet: bool) -> Path:
         if path.exists():
             shutil.rmtree(path)
         path.mkdir(parents=True)
@@ -118,3 +128,29 @@ class ParquetData:
                 f"`pip install {self.tool}`."
             )
         return found
+
+
+@contextlib.contextmanager
+def _generation_lock(path: Path, *, quiet: bool):
+    """Hold an exclusive lock on ``.<name>.lock`` beside ``path`` (POSIX ``flock``).
+
+    The lock is released by the kernel when the process dies, so a killed generation never
+    blocks the next one. Where ``fcntl`` does not exist (Windows), generation is unguarded.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.parent / f".{path.name}.lock", "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if not quiet:
+                print(f"waiting for another process generating into {path} ...", file=sys.stderr)
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
