@@ -57,7 +57,8 @@ def test_a_short_soak_with_every_fault_has_no_wrong_rows_and_no_errors(tmp_path)
     committed under experiments/results/issue21."""
     out = tmp_path / "soak.json"
     command = [sys.executable, "-m", "experiments.soak", "--minutes", "1", "--seed", "1"]
-    command += ["--per-kind", "1"]
+    # at least 20 statements however loaded the machine: the soak runs on until they are done
+    command += ["--per-kind", "1", "--min-statements", "20"]
     command += ["--queries", "1,3,6,14", "--pool", "1"]  # recurring: reuse within minutes
     command += ["--work", str(tmp_path / "work"), "--out", str(out)]
     proc = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=900)

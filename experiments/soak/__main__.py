@@ -25,6 +25,8 @@ from experiments.soak.work import APP_OPTIONS, APPS, FAULT_KINDS, Work, tier_byt
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "issue21"
 #: Seconds after which a fault that found nothing to hit is tried again.
 RETRY_SECONDS = 3.0
+#: The most seconds a soak runs past ``--minutes`` to complete ``--min-statements``.
+MAX_EXTRA_SECONDS = 600
 
 
 class Soak:
@@ -134,7 +136,7 @@ class Soak:
                     pending.append((retry, kind))
                     pending.sort()
             self._progress(started, injector)
-        while time.monotonic() - started < seconds:
+        while time.monotonic() - started < seconds or self._short_of_statements(started):
             self._restart_exited()
             time.sleep(0.5)
         (self.work.control / "stop").touch()
@@ -146,6 +148,14 @@ class Soak:
         self._sampling.set()
         sampler.join()
         return self.report(injector, time.monotonic() - started)
+
+    def _short_of_statements(self, started: float) -> bool:
+        """Fewer than ``--min-statements`` done (a loaded machine runs fewer per minute),
+        and the soak is not yet ``MAX_EXTRA_SECONDS`` past its minutes."""
+        overtime = time.monotonic() - started - self.args.minutes * 60
+        if not self.args.min_statements or overtime > MAX_EXTRA_SECONDS:
+            return False
+        return sum(1 for _ in self._events()) < self.args.min_statements
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + 300
@@ -242,6 +252,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=SOAK_DOC.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=60)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--min-statements",
+        type=int,
+        default=0,
+        help="run past --minutes (at most 10 more) until this many statements are done",
+    )
     parser.add_argument("--sf", type=float, default=0.01)
     parser.add_argument("--threads", type=int, default=3, help="per application")
     parser.add_argument("--pool", type=int, default=3, help="qgen parameter seeds per query")
