@@ -4,8 +4,8 @@ A data directory holds one Parquet file per table and a marker file written last
 generation that was interrupted has no marker and is never reused. Processes that ask for
 the same directory at once take turns on a lock file beside it: the first generates, the
 others find the data complete (two test workers, or two ``criss datagen``, never wipe each
-other's files). TPC-H comes from
-``tpchgen-cli``, TPC-DS from ``tpcgen-cli`` (both Rust ports of the official dbgen/dsdgen).
+other's files). TPC-H comes from ``tpchgen-cli``, TPC-DS from ``tpcgen-cli`` (both Rust
+ports of the official dbgen/dsdgen).
 """
 
 from __future__ import annotations
