@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -49,9 +50,22 @@ def row_difference(
     """
     if len(actual) != len(expected):
         return f"{len(actual)} rows, expected {len(expected)}"
+    if _equal_exactly(actual, expected):
+        return None
     left = sorted((tuple(r) for r in actual), key=_sort_key)
     right = sorted((tuple(r) for r in expected), key=_sort_key)
     for i, (a, e) in enumerate(zip(left, right, strict=True)):
         if len(a) != len(e) or not all(_close(x, y, rel) for x, y in zip(a, e, strict=True)):
             return f"row {i} differs: {a} != {e}"
     return None
+
+
+def _equal_exactly(actual: Sequence[Sequence[Any]], expected: Sequence[Sequence[Any]]) -> bool:
+    """Whether the rows are equal as multisets with every value exactly equal, which implies
+    equal within any tolerance: hashing them is several times faster than sorting by
+    :func:`_sort_key` on results of a million rows. False when they are not, or when a value
+    cannot be hashed (arrays, maps), and the tolerant comparison decides."""
+    try:
+        return Counter(map(tuple, actual)) == Counter(map(tuple, expected))
+    except TypeError:
+        return False
