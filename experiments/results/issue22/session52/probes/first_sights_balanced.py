@@ -10,7 +10,7 @@ new home, the order alternating from round to round and the machine idle before 
     .venv/bin/python experiments/results/issue22/session52/probes/first_sights_balanced.py \
         --sf 1 --rounds 4
     .venv/bin/python experiments/results/issue22/session52/probes/first_sights_balanced.py \
-        --benchmark tpcds --sf 0.1 --rounds 2 --queries 40
+        --benchmark tpcds --sf 0.1 --rounds 2 --queries 30 [--skip 30]
 """
 
 from __future__ import annotations
@@ -41,10 +41,10 @@ def statements(args: argparse.Namespace) -> list[tuple[str, str, str]]:
             )
             for qid in args.templates
         ]
-    names = tpcds_queries.query_ids()[: args.queries]
+    names = tpcds_queries.query_ids()[args.skip : args.skip + args.queries]
     return [
         (name, tpcds_queries.query(name), f"SELECT d_year FROM date_dim WHERE d_date_sk = {i}")
-        for i, name in enumerate(names)
+        for i, name in enumerate(names, args.skip)
     ]
 
 
@@ -76,7 +76,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--templates", type=int, nargs="+", default=list(range(1, 23)))
     parser.add_argument("--benchmark", choices=("tpch", "tpcds"), default="tpch")
-    parser.add_argument("--queries", type=int, default=40, help="TPC-DS: the first N queries")
+    parser.add_argument("--queries", type=int, default=40, help="TPC-DS: N queries ...")
+    parser.add_argument("--skip", type=int, default=0, help="... after the first SKIP")
     args = parser.parse_args()
     spark = local_spark(app_name="first-sights-balanced")
     data = tpch_data if args.benchmark == "tpch" else tpcds_data
