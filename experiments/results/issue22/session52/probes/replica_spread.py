@@ -2,7 +2,7 @@
 (``--replicas 2``), each application's total against the first plain application's: how far
 two plain Spark applications on the same stream and machine differ (session 52).
 
-    python experiments/results/issue22/session52/probes/replica_spread.py
+    .venv/bin/python -m experiments.results.issue22.session52.probes.replica_spread
 """
 
 from __future__ import annotations
@@ -10,21 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from experiments.summary import split_first_and_repeats, statement_keys
+
 RESULTS = Path(__file__).resolve().parents[3]
-
-
-def first_occurrence_totals(result: dict) -> dict[str, float]:
-    """Each mode's seconds over the stream's first occurrences of a statement."""
-    modes = result["modes"]
-    seen: set[str] = set()
-    totals = dict.fromkeys(modes, 0.0)
-    for position, query in enumerate(modes["spark"]["queries"]):
-        if query["statement"] in seen:
-            continue
-        seen.add(query["statement"])
-        for mode, played in modes.items():
-            totals[mode] += played["queries"][position]["seconds"]
-    return totals
 
 
 def main() -> None:
@@ -37,7 +25,11 @@ def main() -> None:
         modes = result.get("modes") if isinstance(result, dict) else None
         if not isinstance(modes, dict) or "spark#2" not in modes:
             continue
-        totals = first_occurrence_totals(result)
+        keys = statement_keys(result)
+        totals = {
+            mode: split_first_and_repeats(played["queries"], keys)[0]
+            for mode, played in modes.items()
+        }
         ratios = {mode: total / totals["spark"] for mode, total in totals.items()}
         spreads.append(ratios["spark#2"])
         shown = "  ".join(f"{mode} {ratio:.3f}" for mode, ratio in ratios.items())
