@@ -143,6 +143,7 @@ REASONS: Mapping[str, str] = {
     ),
     "lift_too_large": "not lifted: {why}",
     "lift_refused": "not lifted: refused before ({why})",
+    "lift_not_decomposable": "not lifted: {why}",
     # widening a selection to the conditions its template shares (criss.planner.widen)
     "widen_pays": (
         "widened: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s "

@@ -434,13 +434,13 @@ def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
     """The columns (lineage) ``shape``'s parameters filter on (ranges and IN lists), to be
     grouped by instead, or None when the aggregate cannot be lifted: no such condition on a
     column it does not group by already, or an output that does not decompose."""
+    return None if undecomposed_output(shape) else parameter_columns(shape)
+
+
+def parameter_columns(shape: Shape) -> tuple[str, ...] | None:
+    """The columns (lineage) aggregate ``shape``'s ranges and IN lists filter on, when one
+    of them is not grouped by already (a lifted result groups by all of them); else None."""
     if shape.kind != "aggregate":
-        return None
-    if any(
-        o.kind == "expression"
-        or (o.kind == "aggregate" and (o.distinct or o.function not in LIFTABLE_FUNCTIONS))
-        for o in shape.outputs
-    ):
         return None
     columns = sorted(
         {a.column for a in shape.atoms if a.kind in ("compare", "in") and comparable(a.data_type)}
@@ -448,6 +448,23 @@ def lifted_columns(shape: Shape) -> tuple[str, ...] | None:
     if all(c in shape.grouping for c in columns):
         return None  # nothing to group by that it does not group by already
     return tuple(columns)
+
+
+def undecomposed_output(shape: Shape) -> str | None:
+    """Why an output of aggregate ``shape`` cannot be rolled up from finer groups, or None.
+
+    An expression over aggregates is one: Catalyst folds the Project above an Aggregate into
+    its outputs (TPC-H Q14's ratio of two sums, Q17's ``sum(...) / 7.0``), and a roll-up
+    rebuilds aggregates only, not expressions over them.
+    """
+    for output in shape.outputs:
+        if output.kind == "expression":
+            return "an output is an expression over aggregates, which a roll-up does not rebuild"
+        if output.kind == "aggregate" and output.distinct:
+            return f"a DISTINCT {output.function} does not roll up from finer groups"
+        if output.kind == "aggregate" and output.function not in LIFTABLE_FUNCTIONS:
+            return f"{output.function} does not roll up from finer groups"
+    return None
 
 
 def _aggregate_template(shape: Shape) -> list[Any]:

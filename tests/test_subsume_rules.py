@@ -211,6 +211,23 @@ def test_an_aggregate_is_lifted_over_the_columns_its_parameters_filter():
     assert lifted_columns(opaque) is None
 
 
+def test_an_aggregate_that_cannot_be_rolled_up_says_why():
+    """Its parameters are found all the same (its template may recur under other values),
+    and the output that keeps it from a lift is named."""
+    from criss.qtree.subsume import parameter_columns, undecomposed_output
+
+    ratio = wanted_groups((), [AggregateOutput("expression", "sum(x) / sum(v)")])
+    assert parameter_columns(ratio) == ("g",)
+    assert "expression over aggregates" in undecomposed_output(ratio)
+    distinct = wanted_groups(("h",), [aggregate("Count", "v", True)])
+    assert undecomposed_output(distinct) == "a DISTINCT Count does not roll up from finer groups"
+    median = wanted_groups(("h",), [aggregate("Percentile", "v")])
+    assert undecomposed_output(median) == "Percentile does not roll up from finer groups"
+    sums = wanted_groups(("h",), [group("h"), aggregate("Sum", "x"), aggregate("Average", "x")])
+    assert undecomposed_output(sums) is None and parameter_columns(sums) == ("g",)
+    assert parameter_columns(wanted_groups(("g",), [aggregate("Sum", "x")])) is None
+
+
 def test_an_aggregate_is_lifted_only_where_nothing_but_its_lifted_parameters_varies():
     """A lifted result keeps the query's other conditions: a sibling differing in a
     ``<>`` (opaque here) is no evidence that it will serve the template's next query."""

@@ -463,6 +463,38 @@ def test_an_aggregate_seen_under_other_parameters_is_lifted_and_rolled_up(
     cs.close()
 
 
+def test_a_ratio_of_sums_under_other_parameters_says_why_it_is_not_lifted(
+    spark, params_table, tmp_path
+):
+    """TPC-H Q14's shape: a ratio of two sums over a range that changes from query to
+    query (Catalyst folds the Project computing the ratio into the Aggregate). A roll-up
+    rebuilds aggregates, not expressions over them, so the aggregate is not lifted however
+    often it recurs; the record, the counters and ``explain`` say why, and rows stay plain
+    Spark's."""
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
+
+    def query(day: int) -> str:
+        return (
+            "select 100.00 * sum(case when h = 'p' then m else 0 end) / sum(m) ratio "
+            f"from params_t where d <= date '2020-01-{day:02d}'"
+        )
+
+    _, summary = _through(cs, spark, query(20))
+    assert summary.get("lifts_not_decomposable", 0) == 0  # no evidence of recurrence yet
+    for day in (25, 12):
+        df = cs.sql(query(day))
+        assert_same_rows(df.collect(), spark.sql(query(day)).collect())
+        summary = cs.last_query_summary()
+        assert summary.get("aggregates_lifted", 0) == 0
+        assert summary["lifts_not_decomposable"] == 1
+        said = cs.explain(df)
+        assert "not lifted: an output is an expression over aggregates" in said, said
+        [lift] = cs.record(df).lifts
+        assert lift["reason"] == "lift_not_decomposable" and lift["path"] == []
+    assert cs.report()["counters"]["lifts_not_decomposable"] == 2
+    cs.close()
+
+
 def test_an_aggregate_whose_other_conditions_vary_too_is_not_lifted(spark, params_table, tmp_path):
     """Each query also excludes another value (``x <> n``, as the no-repeat stream's salted
     tables do): a lifted result would keep its own exclusion and serve none of the next

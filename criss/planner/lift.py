@@ -42,8 +42,9 @@ from criss.qtree.subsume import (
     aggregate_identity,
     derive,
     lift_sites,
-    lifted_columns,
+    parameter_columns,
     subsumption_key,
+    undecomposed_output,
     varies_only_in,
 )
 from criss.records import Served
@@ -105,7 +106,7 @@ def _lift_one(
 ) -> tuple[Reuse, Served] | None:
     session, qtree = work.session, work.session.qtree
     keyed = subsumption_key(node)
-    columns = None if keyed is None else lifted_columns(keyed[1])
+    columns = None if keyed is None else parameter_columns(keyed[1])
     if keyed is None or columns is None:
         return None
     key, shape = keyed
@@ -128,6 +129,8 @@ def _lift_one(
         {"path": list(node.path), "fingerprint": node.fingerprint, **decision.to_json()}
     )
     if decision.action != CACHE:
+        if decision.reason == "lift_not_decomposable":
+            work.counters["lifts_not_decomposable"] += 1
         return None
     placed = serve_from_finer(
         work,
@@ -204,6 +207,9 @@ def _weigh(
     refused = qtree.meta(refusal)
     if refused is not None:
         return refused_lift("lift_refused", why=refused)
+    undecomposed = undecomposed_output(shape)
+    if undecomposed is not None:  # it recurs under other values, but cannot be rolled up
+        return refused_lift("lift_not_decomposable", why=undecomposed)
     measured = [s for s in qtree.get_many(siblings).values() if s.texec and s.size_bytes]
     if not measured or max(s.texec for s in measured) < rules.min_texec:
         texec = max((s.texec for s in measured), default=0.0)
