@@ -8,7 +8,7 @@ Dry-run captures at SF 0.05, no action (session 54):
 import tempfile
 
 import criss
-from criss.qtree.subsume import lifted_columns, subsumption_key
+from criss.qtree.subsume import parameter_columns, subsumption_key, undecomposed_output
 from criss.sparksession import local_spark
 from criss.workload.tpch.data import ensure_tpch, register_views
 from criss.workload.tpch.queries import QUERY_IDS, statement
@@ -28,15 +28,9 @@ with criss.session(spark, home=tempfile.mkdtemp(), dry_run=True) as cs:
             shape = k[1]
             params = sorted({a.column[:8] for a in shape.atoms if a.kind in ("compare", "in")})
             kinds = [o.kind if o.kind != "aggregate" else o.function for o in shape.outputs]
-            why = (
-                "liftable"
-                if lifted_columns(shape)
-                else (
-                    "expression output"
-                    if "expression" in kinds
-                    else "no parameter column outside grouping"
-                    if not [c for c in params]
-                    else "other"
-                )
-            )
+            # the engine's own rules (criss.planner.lift), not a copy of them
+            if parameter_columns(shape) is None:
+                why = "no range or IN list on a column it does not group by"
+            else:
+                why = undecomposed_output(shape) or "liftable"
             print(f"Q{qid:<2} {str(n.path):14} params={len(params)} outputs={kinds} -> {why}")
