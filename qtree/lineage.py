@@ -507,13 +507,19 @@ class AggregateOutput:
     function: str = ""
     argument: str = ""
     distinct: bool = False
+    #: Of an ``expression`` over aggregate functions and literals alone: those functions,
+    #: in the order a pre-order walk of it meets them (a roll-up rebuilds each, then the
+    #: expression over them); empty for any other expression.
+    parts: tuple[AggregateOutput, ...] = ()
 
     def to_json(self) -> list[Any]:
-        return [self.kind, self.text, self.function, self.argument, self.distinct]
+        data = [self.kind, self.text, self.function, self.argument, self.distinct]
+        return data + [[p.to_json() for p in self.parts]] if self.parts else data
 
     @classmethod
     def from_json(cls, data: list[Any]) -> AggregateOutput:
-        return cls(*data)
+        parts = tuple(cls.from_json(p) for p in data[5]) if len(data) > 5 else ()
+        return cls(*data[:5], parts=parts)
 
 
 @dataclass(frozen=True)
@@ -573,6 +579,14 @@ def _aggregate_output(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput:
     unscaled = _unscaled_sum(expr)
     if unscaled is not None:  # Catalyst's DecimalAggregates: a short decimal summed as a long
         return AggregateOutput("aggregate", text, "Sum", _key(unscaled, inputs))
+    function = _aggregate_function(expr, inputs)
+    if function is not None:
+        return function
+    return AggregateOutput("expression", text, parts=_aggregate_parts(expr, inputs) or ())
+
+
+def _aggregate_function(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput | None:
+    """``expr`` as one aggregate function over one argument (no FILTER), else None."""
     if expr.cls == _AGGREGATE_EXPRESSION and len(expr.children) == 1:
         fields = dict(expr.fields)
         function = expr.children[0]
@@ -580,12 +594,32 @@ def _aggregate_output(expr: Expr, inputs: tuple[str, ...]) -> AggregateOutput:
         if mode.endswith("Complete$") and len(function.children) == 1 and "filter" not in fields:
             return AggregateOutput(
                 "aggregate",
-                text,
+                _key(expr, inputs),
                 function.cls.rsplit(".", 1)[-1],
                 _key(function.children[0], inputs),
                 fields.get("isDistinct") is True,
             )
-    return AggregateOutput("expression", text)
+    return None
+
+
+def _aggregate_parts(expr: Expr, inputs: tuple[str, ...]) -> list[AggregateOutput] | None:
+    """The aggregate functions of an expression over them and literals, in pre-order
+    (``AggregateOutput.parts``); None when it reads a column outside them, or holds an
+    aggregate of another form (a FILTER clause, Catalyst's exact sum of short decimals)."""
+    if expr.cls == _AGGREGATE_EXPRESSION:
+        function = _aggregate_function(expr, inputs)
+        return None if function is None else [function]
+    if not expr.children:
+        return [] if expr.cls == LITERAL else None  # a column, a subquery's value
+    if _unscaled_sum(expr) is not None:
+        return None
+    parts: list[AggregateOutput] = []
+    for child in expr.children:
+        found = _aggregate_parts(child, inputs)
+        if found is None:
+            return None
+        parts += found
+    return parts
 
 
 def output_lineage(node: PlanNode) -> tuple[str, ...] | None:

@@ -144,10 +144,12 @@ class FilterBinding:
 class DerivedColumn:
     """One wanted output from the cached columns: ``column`` as it is, or (a roll-up)
     ``sum``, ``count`` (a sum of counts, 0 when there are none), ``min``, ``max`` of one,
-    or ``avg`` from a cached sum and count."""
+    ``avg`` from a cached sum and count, or ``expression``: the wanted output's own
+    expression over its aggregates, each rolled up as one of ``parts``."""
 
     how: str
     columns: tuple[int, ...]
+    parts: tuple[DerivedColumn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,11 @@ def _rolled_up(
 ) -> DerivedColumn | None:
     if output.kind == "group":
         return DerivedColumn("column", (grouped[output.text],)) if output.text in grouped else None
+    if output.kind == "expression" and output.parts:
+        parts = [_rolled_up(part, grouped, cached) for part in output.parts]
+        if any(part is None for part in parts):
+            return None
+        return DerivedColumn("expression", (), tuple(parts))  # type: ignore[arg-type]
     if output.kind != "aggregate" or (output.distinct and output.function not in ("Min", "Max")):
         return None
 
@@ -381,7 +388,11 @@ def describe_derivation(derivation: Derivation) -> dict[str, Any]:
             for r in derivation.residual
         ],
         "grouping": None if derivation.grouping is None else list(derivation.grouping),
-        "outputs": [[o.how, list(o.columns)] for o in derivation.outputs],
+        # an expression's: the cached columns its rolled-up aggregates read
+        "outputs": [
+            [o.how, list(o.columns) or [c for p in o.parts for c in p.columns]]
+            for o in derivation.outputs
+        ],
     }
 
 
@@ -453,17 +464,21 @@ def parameter_columns(shape: Shape) -> tuple[str, ...] | None:
 def undecomposed_output(shape: Shape) -> str | None:
     """Why an output of aggregate ``shape`` cannot be rolled up from finer groups, or None.
 
-    An expression over aggregates is one: Catalyst folds the Project above an Aggregate into
-    its outputs (TPC-H Q14's ratio of two sums, Q17's ``sum(...) / 7.0``), and a roll-up
-    rebuilds aggregates only, not expressions over them.
+    An expression over aggregates and literals is not one (Catalyst folds the Project above
+    an Aggregate into its outputs: TPC-H Q14's ratio of two sums, Q17's ``sum(...) / 7.0``):
+    a roll-up rebuilds each of its aggregates, then the expression over them.
     """
     for output in shape.outputs:
-        if output.kind == "expression":
-            return "an output is an expression over aggregates, which a roll-up does not rebuild"
-        if output.kind == "aggregate" and output.distinct:
-            return f"a DISTINCT {output.function} does not roll up from finer groups"
-        if output.kind == "aggregate" and output.function not in LIFTABLE_FUNCTIONS:
-            return f"{output.function} does not roll up from finer groups"
+        if output.kind == "expression" and not output.parts:
+            return (
+                "an output is an expression that reads a column outside its aggregates, or "
+                "an aggregate of a form a roll-up does not rebuild"
+            )
+        for function in output.parts or (output,):
+            if function.kind == "aggregate" and function.distinct:
+                return f"a DISTINCT {function.function} does not roll up from finer groups"
+            if function.kind == "aggregate" and function.function not in LIFTABLE_FUNCTIONS:
+                return f"{function.function} does not roll up from finer groups"
     return None
 
 
@@ -544,6 +559,22 @@ def lift_sites(aggregate: PlanNode, columns: tuple[str, ...]) -> list[LiftSite]:
     if missing:
         raise LookupError(f"{len(missing)} parameter column(s) do not reach the aggregate")
     return sites
+
+
+def only_lifted_conditions(aggregate: PlanNode, site: LiftSite, columns: tuple[str, ...]) -> bool:
+    """Whether the Filter at ``site`` (under ``aggregate``) holds nothing but the conditions
+    lifting over ``columns`` removes (ranges and IN lists on them) and null checks: then the
+    rows its measured execution dropped are the rows lifting adds back. A filter that also
+    holds conditions lifting keeps (TPC-H Q12's ship modes and date order beside its
+    receipt-date range) dropped more rows than lifting adds back."""
+    node = aggregate.at(site[0])
+    inputs = output_lineage(node.children[0]) if node.op == "Filter" and node.children else None
+    if inputs is None:
+        return False
+    return all(
+        atom.kind == "notnull" or (atom.kind in ("compare", "in") and atom.column in columns)
+        for atom in condition_atoms(node.args.get("condition"), inputs)
+    )
 
 
 def _passing_children(node: PlanNode) -> tuple[int, ...]:

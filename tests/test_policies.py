@@ -104,3 +104,26 @@ def test_a_lift_pays_when_the_new_values_expected_save_more_than_its_extra_cost(
     )
     assert measured_write.numbers["write_seconds"] == 2.0
     assert measured_write.numbers["gain"] == pytest.approx(paying.numbers["gain"] - 1.0)
+
+
+def test_a_lifts_cost_ratio_follows_the_rows_its_operators_output():
+    """The rows model raises the prior where the extra rows go through more of the plan,
+    never lowers it, and the filters' growth bounds the result."""
+    from criss.policies.lifting import lift_cost_ratio, work_ratio
+
+    # a month of a 6 M-row fact (75 k rows, x80 without the range) joined with a 200 k-row
+    # dimension, then aggregated: the scans take in their tables, the join its two
+    # inputs, the aggregate the join's rows
+    month = [(6e6, 1.0), (2e5, 1.0), (75e3, 80.0), (2e5, 1.0), (75e3, 80.0)]
+    expected = (6.2e6 + 6e6 + 2e5 + 6e6) / (6.2e6 + 75e3 + 2e5 + 75e3)
+    assert work_ratio(month) == pytest.approx(expected)
+    assert work_ratio([]) is None and work_ratio([(0.0, 3.0)]) is None
+    assert work_ratio([(5.0, 1.0), (7.0, 1.0)]) == 1.0  # nothing on the path grows
+    ratio, source = lift_cost_ratio(2.0, "estimate", 80.0, work_ratio(month))
+    assert source == "rows" and ratio == pytest.approx(expected)
+    # a ratio of rows under the prior leaves the prior (what it leaves out costs too)
+    assert lift_cost_ratio(2.3, "measured", 26.0, 1.28) == (2.3, "measured")
+    # the filters' growth bounds both: lifting cannot cost more than the rows it adds
+    assert lift_cost_ratio(2.0, "estimate", 1.02, 1.01) == (1.02, "selectivity")
+    assert lift_cost_ratio(2.0, "estimate", 3.0, 4.0) == (3.0, "selectivity")
+    assert lift_cost_ratio(2.0, "estimate", None, None) == (2.0, "estimate")

@@ -216,9 +216,14 @@ def test_an_aggregate_that_cannot_be_rolled_up_says_why():
     and the output that keeps it from a lift is named."""
     from criss.qtree.subsume import parameter_columns, undecomposed_output
 
-    ratio = wanted_groups((), [AggregateOutput("expression", "sum(x) / sum(v)")])
-    assert parameter_columns(ratio) == ("g",)
-    assert "expression over aggregates" in undecomposed_output(ratio)
+    scaled = wanted_groups((), [AggregateOutput("expression", "sum(x) * h")])  # no parts
+    assert parameter_columns(scaled) == ("g",)
+    assert "reads a column outside its aggregates" in undecomposed_output(scaled)
+    parts = (aggregate("Count", "v", True), aggregate("Sum", "x"))
+    ratio = wanted_groups(
+        (), [AggregateOutput("expression", "count(distinct v) / sum(x)", parts=parts)]
+    )
+    assert undecomposed_output(ratio) == "a DISTINCT Count does not roll up from finer groups"
     distinct = wanted_groups(("h",), [aggregate("Count", "v", True)])
     assert undecomposed_output(distinct) == "a DISTINCT Count does not roll up from finer groups"
     median = wanted_groups(("h",), [aggregate("Percentile", "v")])
@@ -226,6 +231,31 @@ def test_an_aggregate_that_cannot_be_rolled_up_says_why():
     sums = wanted_groups(("h",), [group("h"), aggregate("Sum", "x"), aggregate("Average", "x")])
     assert undecomposed_output(sums) is None and parameter_columns(sums) == ("g",)
     assert parameter_columns(wanted_groups(("g",), [aggregate("Sum", "x")])) is None
+
+
+def test_an_expression_over_aggregates_is_rolled_up_from_each_of_them():
+    """Catalyst folds a Project over an Aggregate into its outputs (TPC-H Q14's ratio of
+    sums): each aggregate of the expression is rolled up from the cached partials, an
+    average from a sum and a count, and the expression is computed over them."""
+    from criss.qtree.subsume import lifted_columns
+
+    parts = (aggregate("Sum", "x"), aggregate("Average", "x"), aggregate("Sum", "x"))
+    ratio = AggregateOutput("expression", "sum(x) / avg(x) + sum(x)", parts=parts)
+    wanted = wanted_groups(("h",), [group("h"), ratio])
+    assert lifted_columns(wanted) == ("g",)
+    assert AggregateOutput.from_json(ratio.to_json()) == ratio
+    assert AggregateOutput.from_json(group("h").to_json()) == group("h")  # as stored before
+    derivation = derive(wanted, CACHED_GROUPS)
+    assert derivation.rule == AGGREGATE_ROLLUP
+    expression = derivation.outputs[1]
+    assert expression.how == "expression"
+    assert [(p.how, p.columns) for p in expression.parts] == [
+        ("sum", (2,)),
+        ("avg", (2, 3)),
+        ("sum", (2,)),
+    ]
+    missing = AggregateOutput("expression", "max(x) / 2", parts=(aggregate("Max", "x"),))
+    assert derive(wanted_groups(("h",), [group("h"), missing]), CACHED_GROUPS) is None
 
 
 def test_an_aggregate_is_lifted_only_where_nothing_but_its_lifted_parameters_varies():
@@ -270,6 +300,32 @@ def test_lift_sites_are_the_filters_whose_columns_reach_the_aggregate():
     semi_right = output_lineage(semi.children[0].children[1].children[0])[0]
     with pytest.raises(LookupError):
         lift_sites(semi, (semi_right,))
+
+
+def test_a_lifted_filter_measures_what_lifting_adds_back_only_if_it_holds_nothing_else():
+    """The rows a filter dropped are those lifting its conditions adds back only when it
+    holds no condition lifting keeps: a second condition on another column drops rows
+    that stay dropped."""
+    from criss.qtree.lineage import output_lineage
+    from criss.qtree.plan import PlanNode
+    from criss.qtree.subsume import lift_sites, only_lifted_conditions
+
+    def aggregate_over(condition):
+        body = filter_(relation("a", 2), condition)
+        node = PlanNode(
+            "Aggregate", {"groupingExpressions": [], "aggregateExpressions": []}, (body,)
+        )
+        return canonical(node)
+
+    lone = aggregate_over(above(5))
+    x = output_lineage(lone.children[0].children[0])[0]
+    (site,) = lift_sites(lone, (x,))
+    assert only_lifted_conditions(lone, site, (x,))
+    both = aggregate_over(binary("And", above(5), above(9, 1)))
+    (site,) = lift_sites(both, (x,))
+    assert not only_lifted_conditions(both, site, (x,))
+    y = output_lineage(both.children[0].children[0])[1]
+    assert only_lifted_conditions(both, site, (x, y))
 
 
 def test_a_decoded_shape_is_kept_and_equal_to_a_fresh_decoding():

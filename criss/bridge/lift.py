@@ -53,15 +53,38 @@ def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSit
     for output in _items(aggregate.aggregateExpressions()):
         if _name(output) == "AttributeReference":
             continue  # a grouping column: groupBy outputs it
-        function = _aggregate_function(output)
-        if function is None:
-            raise BridgeError(f"cannot lift the aggregate output {output.sql()}")
-        if _name(function) in _KEPT_FUNCTIONS:
-            measures.append(bridge.column(output))
-        else:  # Average: a sum and a count of its argument
-            argument = bridge.column(function.children().apply(0))
-            measures += [F.sum(argument), F.count(argument)]
+        # an expression over aggregates keeps each of them (see aggregate_parts)
+        expressions = [output] if _aggregate_function(output) else aggregate_parts(output)
+        for expression in expressions or [output]:
+            function = _aggregate_function(expression)
+            if function is None:
+                raise BridgeError(f"cannot lift the aggregate output {output.sql()}")
+            if _name(function) in _KEPT_FUNCTIONS:
+                measures.append(bridge.column(expression))
+            else:  # Average: a sum and a count of its argument
+                argument = bridge.column(function.children().apply(0))
+                measures += [F.sum(argument), F.count(argument)]
     return frame.groupBy(*groups).agg(*measures)
+
+
+def aggregate_parts(output: Any) -> list[Any]:
+    """The AggregateExpressions of an aggregate output (a JVM expression) in pre-order, as
+    ``criss.qtree.lineage`` lists an expression's parts; one for an aggregate itself."""
+    if _name(output) == "AggregateExpression":
+        return [output]
+    return [part for child in _items(output.children()) for part in aggregate_parts(child)]
+
+
+def replace_parts(expression: Any, replacements: Any, bridge: CatalystBridge) -> Any:
+    """``expression`` with each of its :func:`aggregate_parts`, in order, replaced by the next
+    expression of the iterator ``replacements``."""
+    if _name(expression) == "AggregateExpression":
+        return next(replacements)
+    children = _items(expression.children())
+    if not children:
+        return expression
+    rebuilt = [replace_parts(child, replacements, bridge) for child in children]
+    return expression.withNewChildren(bridge.seq(rebuilt))
 
 
 def widened_selection(bridge: CatalystBridge, selection: Any, sites: list[LiftSite]) -> DataFrame:
@@ -165,10 +188,9 @@ def _on_lifted(conjunct: Any, ids: set[int]) -> bool:
 
 
 def _aggregate_function(output: Any) -> Any | None:
-    """The function of ``Alias(AggregateExpression(f(x)))`` without DISTINCT or FILTER."""
-    if _name(output) != "Alias":
-        return None
-    expression = output.child()
+    """The function of ``Alias(AggregateExpression(f(x)))`` (or of the AggregateExpression)
+    without DISTINCT or FILTER."""
+    expression = output.child() if _name(output) == "Alias" else output
     if _name(expression) != "AggregateExpression" or expression.isDistinct():
         return None
     if expression.filter().isDefined():

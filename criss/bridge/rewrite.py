@@ -12,6 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.capture import PlanNodes
+from criss.bridge.lift import aggregate_parts, replace_parts
 from criss.bridge.plans import analyzed_plan, conjuncts
 from criss.errors import BridgeError
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact, parquet_rows, read_arrow, spark_order
@@ -114,17 +115,21 @@ class ReadPlans:
         else:
             groups = [cached(p).alias(f"g{p}") for p in derivation.grouping]
             aggregates = {
-                i: rolled_up(o, cached, read.schema).alias(f"a{i}")
-                for i, o in enumerate(derivation.outputs)
-                if o.how != "column"
+                name: rolled_up(o, cached, read.schema).alias(name)
+                for name, o in _rolled_up_columns(derivation.outputs)
             }
             read = (
                 read.groupBy(*groups).agg(*aggregates.values())
                 if aggregates
                 else (read.select(*groups).distinct())
             )
+            read, expressions = self._over_rolled_up(original, read, derivation.outputs)
             outputs = [
-                F.col(f"a{i}") if i in aggregates else F.col(f"g{o.columns[0]}")
+                expressions[i]
+                if i in expressions
+                else F.col(f"a{i}")
+                if f"a{i}" in aggregates
+                else F.col(f"g{o.columns[0]}")
                 for i, o in enumerate(derivation.outputs)
             ]
         derived = read.select(
@@ -134,6 +139,43 @@ class ReadPlans:
         bridge, made = self.bridge, plan.output()
         aliases = [bridge.alias_as(made.apply(i), wanted.apply(i)) for i in range(wanted.size())]
         return bridge.project(bridge.seq(aliases), plan)
+
+    def _over_rolled_up(
+        self, original: Any, read: DataFrame, outputs: tuple[DerivedColumn, ...]
+    ) -> tuple[DataFrame, dict[int, Any]]:
+        """Each ``expression`` output of ``original`` (an Aggregate) as a column of ``read``:
+        its own expression with each of its aggregates replaced by the one rolled up in
+        ``read`` (``a{i}_{j}``), cast first to that aggregate's type, so that the
+        expression computes in the query's own types."""
+        from pyspark.sql import functions as F
+
+        wanted = {i: o for i, o in enumerate(outputs) if o.how == "expression"}
+        if not wanted:
+            return read, {}
+        own = original.aggregateExpressions()
+        parts = {i: aggregate_parts(own.apply(i)) for i in wanted}
+        for i, output in wanted.items():
+            if len(parts[i]) != len(output.parts):
+                raise BridgeError(
+                    f"output {i} holds {len(parts[i])} aggregates, the derivation rolls up "
+                    f"{len(output.parts)}"
+                )
+        typed = [
+            F.col(f"a{i}_{j}").cast(spark_type(part.dataType())).alias(f"t{i}_{j}")
+            for i in wanted
+            for j, part in enumerate(parts[i])
+        ]
+        read = read.select("*", *typed)
+        made = {str(a.name()): a for a in _seq_items(analyzed_plan(read).output())}
+        expressions = {}
+        for i in wanted:
+            replacements = iter(made[f"t{i}_{j}"] for j in range(len(parts[i])))
+            expression = own.apply(i)
+            if expression.nodeName() == "Alias":
+                expression = expression.child()
+            rebuilt = replace_parts(expression, replacements, self.bridge)
+            expressions[i] = self.bridge.column(rebuilt)
+        return read, expressions
 
     def _refiltered(
         self, original: Any, read: DataFrame, filters: tuple[FilterBinding, ...]
@@ -320,6 +362,22 @@ def literal(data_type: str, text: str) -> Any:
     if data_type == "string":
         return F.lit(text)
     raise BridgeError(f"no literal of type {data_type} for a residual filter")
+
+
+def _rolled_up_columns(outputs: tuple[DerivedColumn, ...]) -> list[tuple[str, DerivedColumn]]:
+    """The aggregates a roll-up computes, by the name it gives them: ``a{i}`` for output i,
+    ``a{i}_{j}`` for the j-th aggregate of an expression output i."""
+    named = []
+    for i, output in enumerate(outputs):
+        if output.how == "expression":
+            named += [(f"a{i}_{j}", part) for j, part in enumerate(output.parts)]
+        elif output.how != "column":
+            named.append((f"a{i}", output))
+    return named
+
+
+def _seq_items(seq: Any) -> list[Any]:
+    return [seq.apply(i) for i in range(seq.size())]
 
 
 def rolled_up(output: DerivedColumn, cached: Any, schema: Any) -> Any:

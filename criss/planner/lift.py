@@ -19,6 +19,7 @@ tried again for that aggregate (QTree meta ``lift.refused:<key>:<grouping and ou
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,7 +33,13 @@ from criss.planner.spark_cache import (
 )
 from criss.planner.workspace import Workspace
 from criss.policies.decisions import CACHE, Decision
-from criss.policies.lifting import LiftFacts, decide_lift, refused_lift
+from criss.policies.lifting import (
+    LiftFacts,
+    decide_lift,
+    lift_cost_ratio,
+    refused_lift,
+    work_ratio,
+)
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import Reuse, result_node, storable
 from criss.qtree.subsume import (
@@ -42,6 +49,7 @@ from criss.qtree.subsume import (
     aggregate_identity,
     derive,
     lift_sites,
+    only_lifted_conditions,
     parameter_columns,
     subsumption_key,
     undecomposed_output,
@@ -55,7 +63,7 @@ if TYPE_CHECKING:
 
     from criss.bridge.spark_cache import CachedResult
     from criss.policies.decisions import CachingRules
-    from criss.qtree.tree import QTree
+    from criss.qtree.tree import NodeStats, QTree
 
 log = logging.getLogger("criss")
 
@@ -69,6 +77,9 @@ LIFT_MAX_ROWS = 200_000
 #: (TPC-H Q10 at SF 1: 12 s and 190 MB for 37,047 groups; Q6: 5.5 s for one group over
 #: three columns).
 LIFT_GROWTH = 100
+#: Operators that run fused into a scan, join or aggregate next to them (whole-stage code
+#: generation): they weigh nothing of their own in a lift's ratio of rows.
+_FUSED = ("Filter", "Project")
 
 
 def lift(work: Workspace, view: CacheView, served: ServedReuses, rules: CachingRules) -> None:
@@ -148,7 +159,8 @@ def _lift_one(
     if placed[1].by_action:
         work.counters["aggregates_lifted_in_action"] += 1
     work.counters["aggregates_lifted"] += 1
-    learn = decision.numbers.get("cost_basis") != "selectivity"
+    # only a lift weighed at the prior teaches it: a bound or a ratio of rows decided others
+    learn = decision.numbers.get("cost_basis") in ("measured", "estimate")
     try:
         session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
     except Exception as exc:  # the lift is placed: failing to note it only costs learning
@@ -230,7 +242,7 @@ def _weigh(
         qtree.set_meta(refusal, str(exc)[:200])
         return refused_lift("lift_refused", why=str(exc)[:200])
     learning.learn_lift_costs()
-    ratio, source = _cost_ratio(work, node, sites, siblings)
+    ratio, source, rows_ratio, bound = _cost_ratio(work, node, sites, siblings, columns)
     lifted_rows = min(groups * growth, LIFT_MAX_ROWS)
     decision = decide_lift(
         LiftFacts(
@@ -244,6 +256,8 @@ def _weigh(
             fixed_seconds=rules.stage_seconds,
             write_bandwidth=rules.store_bandwidth,
             lifted_rows=lifted_rows,
+            rows_ratio=rows_ratio,
+            growth_bound=bound,
         )
     )
     if decision.action != CACHE and work.session.options.lift_aggregates == "eager":
@@ -260,27 +274,38 @@ def _lifted_bytes(work: Workspace, node: PlanNode, sites: list[LiftSite], rows: 
 
 
 def _cost_ratio(
-    work: Workspace, node: PlanNode, sites: list[LiftSite], siblings: list[str]
-) -> tuple[float, str]:
-    """The lifted aggregate's Texec ÷ the aggregate's: what the lifts so far measured (or
-    assumed before any), unless the lifted conditions were measured to keep so many rows
-    that lifting cannot cost more than the rows they drop (TPC-H Q1's ship date keeps 98 %)."""
-    ratio, measured = work.session.learning.lift_cost_ratio
-    growth = _rows_growth(work, node, sites, siblings)
-    if growth is not None and growth < ratio:
-        return growth, "selectivity"
-    return ratio, "measured" if measured else "estimate"
-
-
-def _rows_growth(
-    work: Workspace, node: PlanNode, sites: list[LiftSite], siblings: list[str]
-) -> float | None:
-    """How many times more rows the lifted aggregate reads than a sibling did: the rows
-    into each filter holding lifted conditions ÷ the rows out of it, as measured in a
-    sibling's execution (None where not measured)."""
+    work: Workspace,
+    node: PlanNode,
+    sites: list[LiftSite],
+    siblings: list[str],
+    columns: tuple[str, ...],
+) -> tuple[float, str, float | None, float | None]:
+    """The lifted aggregate's Texec ÷ the aggregate's and its source
+    (``criss.policies.lifting.lift_cost_ratio``): what the lifts so far measured (or
+    assumed before any), raised where the rows its operators output grow more, bounded by
+    how many more rows the lifted filters pass, both as measured in a sibling's execution
+    (returned too, None where not measured)."""
+    prior, measured = work.session.learning.lift_cost_ratio
     qtree = work.session.qtree
+    found = _site_growths(qtree, node, sites, siblings)
+    bound = work_rows = None
+    if found is not None:
+        sibling, growths = found
+        bound = math.prod(growths)
+        if all(only_lifted_conditions(node, site, columns) for site in sites):
+            work_rows = _work_ratio(qtree, node, sibling, sites, growths)
+    ratio, source = lift_cost_ratio(prior, "measured" if measured else "estimate", bound, work_rows)
+    return ratio, source, work_rows, bound
+
+
+def _site_growths(
+    qtree: QTree, node: PlanNode, sites: list[LiftSite], siblings: list[str]
+) -> tuple[str, list[float]] | None:
+    """How many times more rows each filter holding lifted conditions passes without them
+    (its rows in ÷ its rows out, at least 1), as measured in the execution of the first
+    sibling that measured them all, and that sibling (None where none did)."""
     for sibling in siblings:
-        growth = 1.0
+        growths: list[float] = []
         for relative, _ in sites:
             above = _descend(qtree, sibling, relative[:-1])
             below = [] if above is None else qtree.children(above)
@@ -288,11 +313,73 @@ def _rows_growth(
             rows_in = _input_rows(qtree, filtered, node.at(relative))
             rows_out = _output_rows(qtree, filtered, above, node.at(relative[:-1]))
             if rows_in is None or not rows_out:
-                growth = None
                 break
-            growth *= max(rows_in / rows_out, 1.0)
-        if growth is not None:
-            return growth
+            growths.append(max(rows_in / rows_out, 1.0))
+        else:
+            return sibling, growths
+    return None
+
+
+def _work_ratio(
+    qtree: QTree, node: PlanNode, sibling: str, sites: list[LiftSite], growths: list[float]
+) -> float | None:
+    """The rows the operators under ``node`` take in without the lifted conditions ÷ with
+    them (``criss.policies.lifting.work_ratio``), from ``sibling``'s measured rows: a
+    scan takes in its table, any other operator but a filter or projection (which run
+    fused into their neighbours) the rows out of its inputs, and an operator on the path
+    from a lifted filter up outputs that filter's growth times more. None where the rows
+    of an input weighed are unknown."""
+    rows = _measured_rows(qtree, node, sibling)
+    if rows is None:
+        return None
+    on_path = [(path, g) for (path, _), g in zip(sites, growths, strict=True)]
+    taken_in: list[tuple[float, float]] = []
+    for relative in rows:
+        here = node.at(relative)
+        if here.op in _FUSED:
+            continue
+        for input_at in [(*relative, i) for i in range(len(here.children))] or [relative]:
+            count = rows[input_at]
+            if count is None:
+                return None
+            grows = math.prod(g for path, g in on_path if path[: len(input_at)] == input_at)
+            taken_in.append((float(count), grows))
+    return work_ratio(taken_in)
+
+
+def _measured_rows(
+    qtree: QTree, node: PlanNode, sibling: str
+) -> dict[tuple[int, ...], int | None] | None:
+    """The rows out of each operator under ``node`` as ``sibling`` (recorded for the same
+    plan under other parameter values) measured them, by relative path; None where the
+    QTree does not hold ``sibling``'s operators as ``node`` has them."""
+    at: dict[tuple[int, ...], str] = {}
+    pending = [((), sibling)]
+    while pending:
+        relative, fingerprint = pending.pop()
+        here, children = node.at(relative), qtree.children(fingerprint)
+        if len(children) != len(here.children):
+            return None
+        at[relative] = fingerprint
+        pending.extend(((*relative, i), child) for i, child in enumerate(children))
+    stats = qtree.get_many(at.values())
+    rows = {r: _rows_of(node.at(r), stats.get(fp)) for r, fp in at.items()}
+    for relative in sorted(rows, key=len, reverse=True):  # a Project has its input's rows
+        if rows[relative] is None and node.at(relative).op == "Project":
+            rows[relative] = rows.get((*relative, 0))
+    for relative in sorted(rows, key=len):  # a Filter fused into a scan: the Project's
+        parent = node.at(relative[:-1]) if relative else None
+        if rows[relative] is None and parent is not None and parent.op == "Project":
+            rows[relative] = rows[relative[:-1]]
+    return rows
+
+
+def _rows_of(here: PlanNode, stats: NodeStats | None) -> int | None:
+    """An operator's measured rows out: recorded, or a Parquet table's for a file scan."""
+    if stats is not None and stats.rows is not None:
+        return stats.rows
+    if not here.children:
+        return table_rows(here.relation)
     return None
 
 
