@@ -33,10 +33,9 @@ import json
 from dataclasses import dataclass, replace
 from typing import Any
 
+from criss.qtree.aggregates import AggregateOutput, aggregate_signature
 from criss.qtree.lineage import (
     ROW_OPERATORS,
-    AggregateOutput,
-    aggregate_signature,
     condition_atoms,
     filtered_signature,
     join_shape,

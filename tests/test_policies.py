@@ -107,8 +107,9 @@ def test_a_lift_pays_when_the_new_values_expected_save_more_than_its_extra_cost(
 
 
 def test_a_lifts_cost_ratio_follows_the_rows_its_operators_output():
-    """The rows model raises the prior where the extra rows go through more of the plan,
-    never lowers it, and the filters' growth bounds the result."""
+    """Where the rows its operators take in were measured, a lift costs their ratio times
+    what lifts cost beyond their rows; elsewhere the prior; the filters' growth bounds
+    both."""
     from criss.policies.lifting import lift_cost_ratio, work_ratio
 
     # a month of a 6 M-row fact (75 k rows, x80 without the range) joined with a 200 k-row
@@ -119,11 +120,13 @@ def test_a_lifts_cost_ratio_follows_the_rows_its_operators_output():
     assert work_ratio(month) == pytest.approx(expected)
     assert work_ratio([]) is None and work_ratio([(0.0, 3.0)]) is None
     assert work_ratio([(5.0, 1.0), (7.0, 1.0)]) == 1.0  # nothing on the path grows
-    ratio, source = lift_cost_ratio(2.0, "estimate", 80.0, work_ratio(month))
-    assert source == "rows" and ratio == pytest.approx(expected)
-    # a ratio of rows under the prior leaves the prior (what it leaves out costs too)
-    assert lift_cost_ratio(2.3, "measured", 26.0, 1.28) == (2.3, "measured")
-    # the filters' growth bounds both: lifting cannot cost more than the rows it adds
-    assert lift_cost_ratio(2.0, "estimate", 1.02, 1.01) == (1.02, "selectivity")
-    assert lift_cost_ratio(2.0, "estimate", 3.0, 4.0) == (3.0, "selectivity")
-    assert lift_cost_ratio(2.0, "estimate", None, None) == (2.0, "estimate")
+    prior, overhead = (2.0, "estimate"), (1.5, "rows_estimate")
+    ratio, source = lift_cost_ratio(prior, overhead, 80.0, work_ratio(month))
+    assert source == "rows_estimate" and ratio == pytest.approx(1.5 * expected)
+    # the rows' ratio, where known, decides over the prior, whichever is higher
+    assert lift_cost_ratio((2.3, "measured"), (1.4, "rows"), 26.0, 1.25) == (1.75, "rows")
+    assert lift_cost_ratio((2.3, "measured"), (1.4, "rows"), 26.0, None) == (2.3, "measured")
+    # the filters' growth bounds both: lifting costs no more than the rows it adds
+    assert lift_cost_ratio(prior, overhead, 1.02, 1.01) == (1.02, "selectivity")
+    assert lift_cost_ratio(prior, overhead, 1.5, None) == (1.5, "selectivity")
+    assert lift_cost_ratio(prior, overhead, None, None) == prior

@@ -21,7 +21,8 @@ from test_canonical_rules import (
     relation,
 )
 
-from criss.qtree.lineage import AggregateOutput, filtered_signature
+from criss.qtree.aggregates import AggregateOutput
+from criss.qtree.lineage import filtered_signature
 from criss.qtree.predicates import Atom
 from criss.qtree.subsume import AGGREGATE_ROLLUP, FILTER_SUBSUMPTION, Shape, derive
 

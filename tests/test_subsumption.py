@@ -688,10 +688,11 @@ def _lift_decisions(cs):
 
 def test_a_lift_no_measurement_says_will_pay_is_not_computed(spark, params_table, tmp_path):
     """By default the benefit model decides a lift: an aggregate whose conditions keep a
-    fifth of the rows (lifting costs the assumed 2x of its Texec until a lift is measured),
-    seen under a second and a third value with no other template known to come back under
-    new values (0.5, then 1 expected), is never worth it, whatever the timings; explain
-    gives the numbers."""
+    ninth, two ninths of the rows (lifting costs the ratio of the rows its scan and
+    aggregate take in, times the 1.5 assumed beyond them until a lift is measured), seen
+    under a second and a third value with no other template known to come back under new
+    values (0.5, then 1 expected), is never worth it, whatever the timings; explain gives
+    the numbers."""
     cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
     queries = [
         f"select h, count(*) c, sum(x) s from params_t where v > {n} group by h" for n in (7, 6, 5)
@@ -706,7 +707,9 @@ def test_a_lift_no_measurement_says_will_pay_is_not_computed(spark, params_table
         numbers = decision["numbers"]
         assert decision["reason"] == "lift_no_gain" and numbers["gain"] < 0, decision
         assert numbers["expected_values"] == pytest.approx(expected)
-        assert numbers["cost_ratio"] == 2.0 and "assumed" in numbers["cost_source"]
+        assert numbers["cost_basis"] == "rows_estimate", numbers
+        assert numbers["cost_ratio"] == pytest.approx(1.5 * numbers["rows_ratio"])
+        assert "assumed" in numbers["cost_source"]
         from criss.workload.replay import criss_summary
 
         (kept,) = criss_summary(cs.last_record)["lift_decisions"]  # what a replay records
@@ -750,9 +753,12 @@ def test_templates_seen_coming_back_under_new_values_make_a_lift_pay(tpch, tmp_p
 
 
 def test_a_measured_lift_teaches_the_cost_ratio_of_the_next(spark, params_table, tmp_path):
-    """An eager lift's measured Texec over the Texec of the aggregate it replaced becomes the
-    cost ratio the next decision uses (no longer the assumed 2x)."""
-    from criss.policies.lifting import lift_cost_ratio
+    """An eager lift's measured Texec over the Texec of the aggregate it replaced teaches
+    the next decisions: over the ratio of rows it was weighed at, what lifts cost beyond
+    their rows (no longer the 1.5 assumed); and for a lift whose filter also holds a
+    condition lifting keeps (its rows' ratio unknown), the cost ratio itself (no longer the
+    2x assumed)."""
+    from criss.planner.learning import DEFAULT_LIFT_COST_RATIO, DEFAULT_LIFT_ROWS_OVERHEAD
 
     cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0, lift_aggregates="eager")
     for n in (7, 6):
@@ -760,17 +766,29 @@ def test_a_measured_lift_teaches_the_cost_ratio_of_the_next(spark, params_table,
             cs, spark, f"select h, count(*) c, sum(x) s from params_t where v > {n} group by h"
         )
     assert cs.last_query_summary()["aggregates_lifted"] == 1
-    cs.learning.settle()
-    for n in (7, 6):
-        _through(cs, spark, f"select g, max(m) m from params_t where x > {n + 10} group by g")
     (decision,) = _lift_decisions(cs)
-    assert decision["reason"] in ("lift_eager", "lift_pays")
+    assert decision["numbers"]["cost_basis"] == "rows_estimate", decision
+    cs.learning.settle()
+    assert cs.learning.learn_lift_costs() == 1
+    overhead, source = cs.learning.lift_rows_overhead
+    assert source == "rows" and overhead != DEFAULT_LIFT_ROWS_OVERHEAD
+    assert cs.learning.lift_cost_ratio == (DEFAULT_LIFT_COST_RATIO, "estimate")
+    for n in (7, 6):
+        _through(
+            cs,
+            spark,
+            f"select g, max(m) m from params_t where x > {n + 10} and s <> 'q' group by g",
+        )
+    assert cs.last_query_summary()["aggregates_lifted"] == 1
+    (decision,) = _lift_decisions(cs)
     numbers = decision["numbers"]
-    ratio, measured = cs.learning.lift_cost_ratio
-    assert measured and ratio != 2.0
-    # the learned ratio, unless the rows the lift adds raise it or its selectivity bounds it
-    expected = lift_cost_ratio(ratio, "measured", numbers["growth_bound"], numbers["rows_ratio"])
-    assert (numbers["cost_ratio"], numbers["cost_basis"]) == expected, numbers
+    assert numbers["rows_ratio"] is None, numbers  # the <> stays in the lifted result
+    assert numbers["cost_basis"] == "estimate" and numbers["cost_ratio"] == 2.0, numbers
+    cs.learning.settle()
+    assert cs.learning.learn_lift_costs() == 1
+    ratio, source = cs.learning.lift_cost_ratio
+    assert source == "measured" and ratio != DEFAULT_LIFT_COST_RATIO
+    assert cs.learning.lift_rows_overhead == (overhead, "rows")  # not taught by it
     cs.close()
 
 
@@ -780,9 +798,9 @@ def test_a_lift_whose_extra_rows_go_through_a_join_is_priced_by_the_rows_they_ma
     """TPC-H Q14's shape: the range a lift drops is on one input of a join under the
     aggregate, so every row it adds goes through the join and the aggregate too. The
     decision weighs the lift at the ratio of the rows its scans, join and aggregate take in
-    without the range to those they take in with it, as measured in the earlier query
-    (above the 2x assumed, under the growth of the filtered input alone), and explain
-    shows it."""
+    without the range to those they take in with it, as measured in the earlier query,
+    times what lifts cost beyond their rows (1.5 assumed before any lift was measured),
+    under the growth of the filtered input alone; explain shows it."""
     dim = str(tmp_path / "dim")
     spark.createDataFrame([(g, f"w{g}") for g in range(5)], "g int, w string").coalesce(
         1
@@ -802,9 +820,10 @@ def test_a_lift_whose_extra_rows_go_through_a_join_is_priced_by_the_rows_they_ma
     assert_same_rows(df.collect(), spark.sql(query(3)).collect())
     (decision,) = _lift_decisions(cs)
     numbers = decision["numbers"]
-    assert numbers["cost_basis"] == "rows", numbers
+    assert numbers["cost_basis"] == "rows_estimate", numbers
     # 4 of 60 rows in range: (60 + 5 scanned, 4 + 5 joined, 4 aggregated) -> (65, 65, 60)
-    assert numbers["cost_ratio"] == numbers["rows_ratio"] == pytest.approx(190 / 78), numbers
+    assert numbers["rows_ratio"] == pytest.approx(190 / 78), numbers
+    assert numbers["cost_ratio"] == pytest.approx(1.5 * 190 / 78), numbers
     assert numbers["growth_bound"] == pytest.approx(15.0), numbers
     said = cs.explain(df)
     assert "rows its operators take in without the lifted conditions" in said, said

@@ -69,8 +69,14 @@ _PRIOR_REPEATS, _PRIOR_QUERIES = 1.0, 2.0
 #: lifts of the TPC-H drift streams at SF 1 whose conditions drop most rows (Q4, Q5, Q12)
 #: took 1.5-2.6x their query (experiments/results/issue20/session13/).
 DEFAULT_LIFT_COST_RATIO = 2.0
+#: A lifted aggregate's Texec ÷ the aggregate's, over the ratio of the rows its operators
+#: take in (criss.policies.lifting.work_ratio), assumed before any lift was measured: TPC-H's
+#: lifts at SF 1 measured 1.23 (Q1), 1.31 (Q5), 1.59 (Q4) and 1.53-1.85 (Q14) times their
+#: rows' ratio (experiments/results/issue20/session55/).
+DEFAULT_LIFT_ROWS_OVERHEAD = 1.5
 #: QTree meta: lifted result fingerprint → {"texec": the aggregate's Texec it replaced,
-#: "learn": whether its measured ratio teaches the cost ratio, "measured": whether it did}.
+#: "learn": whether its measured ratio teaches the cost ratio, "rows_ratio": the ratio of
+#: rows it was weighed at (None: unknown), "measured": whether it taught them}.
 LIFTED_RESULTS = "lift.results"
 
 
@@ -182,10 +188,19 @@ class Learning:
             self.qtree.set_meta(name, self._rates[name])
 
     @property
-    def lift_cost_ratio(self) -> tuple[float, bool]:
-        """A lifted aggregate's Texec ÷ the aggregate's, and whether any lift measured it."""
+    def lift_cost_ratio(self) -> tuple[float, str]:
+        """A lifted aggregate's Texec ÷ the aggregate's, as the lifts so far measured it
+        (``measured``) or as assumed before any (``estimate``)."""
         ratio = self._rate("lift_cost_ratio", DEFAULT_LIFT_COST_RATIO)
-        return ratio, self.qtree.meta("lift_cost_ratio") is not None
+        return ratio, "measured" if self.qtree.meta("lift_cost_ratio") is not None else "estimate"
+
+    @property
+    def lift_rows_overhead(self) -> tuple[float, str]:
+        """What lifts cost beyond the ratio of the rows their operators take in, as the lifts
+        so far measured it (``rows``) or as assumed before any (``rows_estimate``)."""
+        overhead = self._rate("lift_rows_overhead", DEFAULT_LIFT_ROWS_OVERHEAD)
+        measured = self.qtree.meta("lift_rows_overhead") is not None
+        return overhead, "rows" if measured else "rows_estimate"
 
     def expected_parameter_values(self) -> float:
         """New parameter values an aggregate seen under two or more can expect: how often
@@ -197,17 +212,26 @@ class Learning:
     def lifted_results(self) -> dict[str, dict[str, Any]]:
         return dict(self.qtree.meta(LIFTED_RESULTS) or {})
 
-    def note_lift(self, fingerprint: str, texec: float, *, learn: bool) -> None:
-        """Remember a lifted result and the Texec of the aggregate it replaced; ``learn``:
-        its measured ratio teaches :attr:`lift_cost_ratio` (not when the selectivity of
-        its conditions decided its estimate: it says nothing of the others)."""
+    def note_lift(
+        self, fingerprint: str, texec: float, *, learn: bool, rows_ratio: float | None = None
+    ) -> None:
+        """Remember a lifted result, the Texec of the aggregate it replaced and the ratio of
+        rows it was weighed at. Once measured, its cost ratio over ``rows_ratio`` teaches
+        :attr:`lift_rows_overhead`, and its cost ratio itself teaches :attr:`lift_cost_ratio`
+        if ``learn`` (a lift the prior decided: where the rows decided, or the selectivity
+        of its conditions bounded it, its ratio says nothing of the others')."""
         lifted = self.lifted_results()
-        lifted[fingerprint] = {"texec": texec, "learn": learn, "measured": False}
+        lifted[fingerprint] = {
+            "texec": texec,
+            "learn": learn,
+            "rows_ratio": rows_ratio,
+            "measured": False,
+        }
         self.qtree.set_meta(LIFTED_RESULTS, lifted)
 
     def learn_lift_costs(self) -> int:
         """Blend in the cost ratio of every lift measured since (and forget the lifted
-        results the QTree forgot); how many taught the ratio."""
+        results the QTree forgot); how many taught a rate."""
         lifted = self.lifted_results()
         known = self.qtree.get_many(lifted)
         kept = {fp: lift for fp, lift in lifted.items() if fp in known}
@@ -217,10 +241,14 @@ class Learning:
             if lift["measured"] or not texec or lift["texec"] <= 0:
                 continue
             lift["measured"] = changed = True
+            ratio = min(max(texec / lift["texec"], 1.0), 100.0)
+            rows_ratio = lift.get("rows_ratio")
+            if rows_ratio:
+                overhead = min(max(ratio / rows_ratio, 1.0), 100.0)
+                self._blend("lift_rows_overhead", DEFAULT_LIFT_ROWS_OVERHEAD, overhead)
             if lift["learn"]:
-                ratio = min(max(texec / lift["texec"], 1.0), 100.0)
                 self._blend("lift_cost_ratio", DEFAULT_LIFT_COST_RATIO, ratio)
-                learned += 1
+            learned += bool(rows_ratio) or bool(lift["learn"])
         if changed:
             self.qtree.set_meta(LIFTED_RESULTS, kept)
         return learned

@@ -162,7 +162,12 @@ def _lift_one(
     # only a lift weighed at the prior teaches it: a bound or a ratio of rows decided others
     learn = decision.numbers.get("cost_basis") in ("measured", "estimate")
     try:
-        session.learning.note_lift(fingerprint, decision.numbers["texec"], learn=learn)
+        session.learning.note_lift(
+            fingerprint,
+            decision.numbers["texec"],
+            learn=learn,
+            rows_ratio=decision.numbers.get("rows_ratio"),
+        )
     except Exception as exc:  # the lift is placed: failing to note it only costs learning
         log.info("lift of %s not noted for learning: %s", node.fingerprint[:12], exc)
     return placed
@@ -281,12 +286,12 @@ def _cost_ratio(
     columns: tuple[str, ...],
 ) -> tuple[float, str, float | None, float | None]:
     """The lifted aggregate's Texec ÷ the aggregate's and its source
-    (``criss.policies.lifting.lift_cost_ratio``): what the lifts so far measured (or
-    assumed before any), raised where the rows its operators output grow more, bounded by
-    how many more rows the lifted filters pass, both as measured in a sibling's execution
-    (returned too, None where not measured)."""
-    prior, measured = work.session.learning.lift_cost_ratio
-    qtree = work.session.qtree
+    (``criss.policies.lifting.lift_cost_ratio``): the ratio of the rows its operators take
+    in without and with the lifted conditions times what lifts cost beyond their rows, or
+    where those rows are unknown, what the lifts so far measured; bounded by how many more
+    rows the lifted filters pass. The rows are as measured in a sibling's execution, and
+    the ratio of rows and the bound are returned too (None where not measured)."""
+    learning, qtree = work.session.learning, work.session.qtree
     found = _site_growths(qtree, node, sites, siblings)
     bound = work_rows = None
     if found is not None:
@@ -294,7 +299,8 @@ def _cost_ratio(
         bound = math.prod(growths)
         if all(only_lifted_conditions(node, site, columns) for site in sites):
             work_rows = _work_ratio(qtree, node, sibling, sites, growths)
-    ratio, source = lift_cost_ratio(prior, "measured" if measured else "estimate", bound, work_rows)
+    prior, overhead = learning.lift_cost_ratio, learning.lift_rows_overhead
+    ratio, source = lift_cost_ratio(prior, overhead, bound, work_rows)
     return ratio, source, work_rows, bound
 
 

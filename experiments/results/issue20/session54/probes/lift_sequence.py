@@ -1,8 +1,9 @@
 """One TPC-H template under its first N parameter values (qgen's rules, seeds 1..N), each
 run in plain Spark then through Criss (its defaults, one home): rows compared, the lift
-decisions and their numbers, and each path's seconds (session 54). Run from the
-repository root with the data generated, with or without
-``experiments/results/issue20/session54/expression-rollup.diff`` applied:
+decisions and their numbers, and each path's seconds (sessions 54-55). Run from the
+repository root with the data generated. Session 54 ran it with and without
+``experiments/results/issue20/session54/expression-rollup.diff`` applied; session 55 on
+the engine that merged it (``64e751d``):
 
     .venv/bin/python experiments/results/issue20/session54/probes/lift_sequence.py 1 14 6
 """
@@ -55,6 +56,8 @@ def main() -> None:
                         "why",
                         "expected_values",
                         "lifted_rows",
+                        "rows_ratio",
+                        "growth_bound",
                     )
                 }
                 print(f"    lift decision {lift['reason']}: {numbers}")
