@@ -116,7 +116,7 @@ def lift_cost_ratio(
     (the lifted aggregate groups by more columns, computes its functions over more rows,
     may lose a broadcast). That product is steadier than the lifts' own ratios: TPC-H's
     measured at SF 1 (Q1 1.24x, Q4 1.97x, Q5 2.02x, Q14 4.3-5.2x) are 1.2-1.9 times their
-    rows' (1.005, 1.24, 1.54, 2.81). Else ``prior``: the ratio the lifts so far measured,
+    rows' (~1.01, 1.24, 1.54, 2.81). Else ``prior``: the ratio the lifts so far measured,
     or the one assumed before any. Each is (value, source): measured or estimated.
     ``bound``: how many times more rows the lifted filters pass (Q1's ship date keeps 98 %
     of lineitem); the ratio is taken no higher.

@@ -714,6 +714,8 @@ def test_a_lift_no_measurement_says_will_pay_is_not_computed(spark, params_table
 
         (kept,) = criss_summary(cs.last_record)["lift_decisions"]  # what a replay records
         assert kept["reason"] == "lift_no_gain" and kept["gain"] == round(numbers["gain"], 4)
+        assert kept["cost_basis"] == "rows_estimate"
+        assert kept["rows_ratio"] == round(numbers["rows_ratio"], 4)
         said = cs.explain(planned)
         assert f"not lifted: {expected:.2f} new parameter values expected" in said, said
     cs.close()

@@ -399,7 +399,7 @@ def settle(cs: Any) -> float:
 
 
 #: The numbers of a lift decision a replay keeps (criss.policies.lifting).
-LIFT_NUMBERS = ("texec", "expected_values", "cost_ratio", "gain")
+LIFT_NUMBERS = ("texec", "expected_values", "cost_ratio", "rows_ratio", "gain")
 
 
 def criss_summary(query: Any) -> dict[str, Any]:
@@ -409,15 +409,21 @@ def criss_summary(query: Any) -> dict[str, Any]:
         return {}
     summary = query.summary()
     if query.lifts:
-        summary["lift_decisions"] = [
-            {
-                "reason": lift["reason"],
-                "kind": lift.get("kind", "aggregate"),
-                **{k: round(lift["numbers"][k], 4) for k in LIFT_NUMBERS if k in lift["numbers"]},
-            }
-            for lift in query.lifts
-        ]
+        summary["lift_decisions"] = [_lift_decision(lift) for lift in query.lifts]
     return summary
+
+
+def _lift_decision(lift: dict[str, Any]) -> dict[str, Any]:
+    """A lift or widening decision as a replay keeps it: its reason, its numbers rounded,
+    and where its cost ratio came from."""
+    numbers = lift["numbers"]
+    kept = {"reason": lift["reason"], "kind": lift.get("kind", "aggregate")}
+    kept |= {
+        k: round(numbers[k], 4) for k in LIFT_NUMBERS if isinstance(numbers.get(k), float | int)
+    }
+    if "cost_basis" in numbers:
+        kept["cost_basis"] = numbers["cost_basis"]
+    return kept
 
 
 def spark_facts(spark: SparkSession) -> dict[str, Any]:
