@@ -832,6 +832,41 @@ def test_a_lift_whose_extra_rows_go_through_a_join_is_priced_by_the_rows_they_ma
     cs.close()
 
 
+def test_a_lift_is_weighed_without_what_the_cache_serves_under_it(spark, params_table, tmp_path):
+    """TPC-H Q17's shape: a parameter-free aggregate under the one whose range drifts is
+    cached by the first statement and read by the next. Neither what a later value saves
+    nor what lifting adds counts its computation any more: the lift is weighed at the first
+    statement's Texec less that of the subtree the cache now serves."""
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+
+    def query(day: int) -> str:
+        return (
+            "select sum(a.x) / 7.0 r from params_t a join "
+            "(select g, avg(x) ax from params_t group by g) b on a.g = b.g "
+            f"where a.d <= date '2020-01-{day:02d}' and a.x < 2 * b.ax"
+        )
+
+    _through(cs, spark, query(2))
+    first = {op.path: op.fingerprint for op in cs.last_record.operators}
+    cs.learning.settle()
+    df = cs.sql(query(3))
+    assert_same_rows(df.collect(), spark.sql(query(3)).collect())
+    (decision,) = _lift_decisions(cs)
+    top = tuple(decision["path"])
+    served = [
+        op.path
+        for op in cs.last_record.operators
+        if op.served is not None and len(op.path) > len(top) and op.path[: len(top)] == top
+    ]
+    highest = [p for p in served if not any(len(q) < len(p) and p[: len(q)] == q for q in served)]
+    assert highest, cs.explain(df)  # the per-group average, read from the cache
+    spared = sum(cs.qtree.get(first[path]).texec for path in highest)
+    assert 0 < spared < cs.qtree.get(first[top]).texec
+    expected = cs.qtree.get(first[top]).texec - spared
+    assert decision["numbers"]["texec"] == pytest.approx(expected), decision
+    cs.close()
+
+
 def test_a_failure_while_weighing_a_lift_leaves_the_query_to_criss_unlifted(
     spark, params_table, tmp_path, monkeypatch
 ):
