@@ -166,22 +166,24 @@ def _lift_one(
     )
     if placed is None:
         return None
-    fingerprint = placed[0].fingerprint
     if placed[1].by_action:
         work.counters["aggregates_lifted_in_action"] += 1
     work.counters["aggregates_lifted"] += 1
+    _note(work, placed[0].fingerprint, decision)
+    return placed
+
+
+def _note(work: Workspace, fingerprint: str, decision: Decision) -> None:
+    """Remember a placed lift for learning what lifts cost, once it is measured."""
+    numbers = decision.numbers
     # only a lift weighed at the prior teaches it: a bound or a ratio of rows decided others
-    learn = decision.numbers.get("cost_basis") in ("measured", "estimate")
+    learn = numbers.get("cost_basis") in ("measured", "estimate")
     try:
-        session.learning.note_lift(
-            fingerprint,
-            decision.numbers["texec"],
-            learn=learn,
-            rows_ratio=decision.numbers.get("rows_ratio"),
+        work.session.learning.note_lift(
+            fingerprint, numbers["texec"], learn=learn, rows_ratio=numbers.get("rows_ratio")
         )
     except Exception as exc:  # the lift is placed: failing to note it only costs learning
-        log.info("lift of %s not noted for learning: %s", node.fingerprint[:12], exc)
-    return placed
+        log.info("lift of %s not noted for learning: %s", fingerprint[:12], exc)
 
 
 def serve_from_finer(
@@ -248,10 +250,7 @@ def _weigh(
     new_columns = len([c for c in columns if c not in shape.grouping])
     growth = LIFT_GROWTH**new_columns
     if groups * growth > LIFT_MAX_ROWS:
-        why = (
-            f"too large: {groups:,} groups measured under other parameters, "
-            f"x{LIFT_GROWTH} for each of {new_columns} lifted columns > {LIFT_MAX_ROWS:,} rows"
-        )
+        why = _too_large(groups, new_columns)
         qtree.set_meta(refusal, why)
         return refused_lift("lift_too_large", why=why)
     try:
@@ -281,6 +280,13 @@ def _weigh(
     if decision.action != CACHE and work.session.options.lift_aggregates == "eager":
         return Decision(CACHE, "lift_eager", decision.numbers, decision.source)
     return decision
+
+
+def _too_large(groups: int, new_columns: int) -> str:
+    return (
+        f"too large: {groups:,} groups measured under other parameters, "
+        f"x{LIFT_GROWTH} for each of {new_columns} lifted columns > {LIFT_MAX_ROWS:,} rows"
+    )
 
 
 def _texec_now(
