@@ -45,12 +45,12 @@ def lifted_aggregate(bridge: CatalystBridge, aggregate: Any, sites: list[LiftSit
 
     child, lifted = _rebuilt(bridge, aggregate.child(), (0,), dict(sites), _on_lifted)
     frame = bridge.dataframe_of(child)
-    grouping = _items(aggregate.groupingExpressions())
+    grouping = seq_items(aggregate.groupingExpressions())
     grouped = _grouped_ids(grouping)
     groups = [bridge.column(e) for e in grouping]
     groups += [bridge.column(a) for a in lifted if _id(a) not in grouped]
     measures = []
-    for output in _items(aggregate.aggregateExpressions()):
+    for output in seq_items(aggregate.aggregateExpressions()):
         if _name(output) == "AttributeReference":
             continue  # a grouping column: groupBy outputs it
         # an expression over aggregates keeps each of them (see aggregate_parts)
@@ -72,7 +72,7 @@ def aggregate_parts(output: Any) -> list[Any]:
     ``criss.qtree.lineage`` lists an expression's parts; one for an aggregate itself."""
     if _name(output) == "AggregateExpression":
         return [output]
-    return [part for child in _items(output.children()) for part in aggregate_parts(child)]
+    return [part for child in seq_items(output.children()) for part in aggregate_parts(child)]
 
 
 def replace_parts(expression: Any, replacements: Any, bridge: CatalystBridge) -> Any:
@@ -80,7 +80,7 @@ def replace_parts(expression: Any, replacements: Any, bridge: CatalystBridge) ->
     expression of the iterator ``replacements``."""
     if _name(expression) == "AggregateExpression":
         return next(replacements)
-    children = _items(expression.children())
+    children = seq_items(expression.children())
     if not children:
         return expression
     rebuilt = [replace_parts(child, replacements, bridge) for child in children]
@@ -98,7 +98,7 @@ def widened_selection(bridge: CatalystBridge, selection: Any, sites: list[LiftSi
 
 def _reads_only(conjunct: Any, ids: set[int]) -> bool:
     """A condition whose columns are all among ``ids``."""
-    columns = {_id(a) for a in _items(conjunct.references().toSeq())}
+    columns = {_id(a) for a in seq_items(conjunct.references().toSeq())}
     return bool(columns) and columns <= ids
 
 
@@ -107,7 +107,7 @@ def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
     own output, each lifted column it does not group by already, and a count beside each
     average (the lifted result keeps a sum and a count for it)."""
     width = int(aggregate.schema().defaultSize())
-    grouped = _grouped_ids(_items(aggregate.groupingExpressions()))
+    grouped = _grouped_ids(seq_items(aggregate.groupingExpressions()))
     for path, positions in sites:
         node = aggregate
         for index in path:
@@ -118,7 +118,7 @@ def lifted_row_width(aggregate: Any, sites: list[LiftSite]) -> int:
             if _id(column) not in grouped:
                 width += int(column.dataType().defaultSize())
                 grouped.add(_id(column))
-    for output in _items(aggregate.aggregateExpressions()):
+    for output in seq_items(aggregate.aggregateExpressions()):
         function = _aggregate_function(output)
         if function is not None and _name(function) == "Average":
             width += 8
@@ -156,7 +156,7 @@ def _rebuilt(
         lifted += here
         return _filtered(bridge, kept, kids[0]), lifted
     if _name(node) == "Project":
-        items = _items(node.projectList())
+        items = seq_items(node.projectList())
         present = {_id(e) for e in items if _name(e) == "AttributeReference"}
         items += [a for a in lifted if _id(a) not in present]
         return bridge.project(bridge.seq(items), kids[0]), lifted
@@ -179,7 +179,7 @@ def _on_lifted(conjunct: Any, ids: set[int]) -> bool:
     """A comparison or IN of one lifted column with literals only."""
     if _name(conjunct) not in _PARAMETER_CONDITIONS:
         return False
-    kids = _items(conjunct.children())
+    kids = seq_items(conjunct.children())
     columns = [k for k in kids if _name(k) == "AttributeReference"]
     literals = [k for k in kids if _name(k) == "Literal"]
     return (
@@ -201,7 +201,8 @@ def _aggregate_function(output: Any) -> Any | None:
     return function
 
 
-def _items(seq: Any) -> list[Any]:
+def seq_items(seq: Any) -> list[Any]:
+    """The items of a Scala Seq (a JVM object), in order."""
     return [seq.apply(i) for i in range(seq.size())]
 
 

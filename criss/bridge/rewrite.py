@@ -12,7 +12,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.capture import PlanNodes
-from criss.bridge.lift import aggregate_parts, replace_parts
+from criss.bridge.lift import aggregate_parts, replace_parts, seq_items
 from criss.bridge.plans import analyzed_plan, conjuncts
 from criss.errors import BridgeError
 from criss.localio import LOCAL_SORT_ROWS, arrow_exact, parquet_rows, read_arrow, spark_order
@@ -166,7 +166,7 @@ class ReadPlans:
             for j, part in enumerate(parts[i])
         ]
         read = read.select("*", *typed)
-        made = {str(a.name()): a for a in _seq_items(analyzed_plan(read).output())}
+        made = {str(a.name()): a for a in seq_items(analyzed_plan(read).output())}
         expressions = {}
         for i in wanted:
             replacements = iter(made[f"t{i}_{j}"] for j in range(len(parts[i])))
@@ -374,10 +374,6 @@ def _rolled_up_columns(outputs: tuple[DerivedColumn, ...]) -> list[tuple[str, De
         elif output.how != "column":
             named.append((f"a{i}", output))
     return named
-
-
-def _seq_items(seq: Any) -> list[Any]:
-    return [seq.apply(i) for i in range(seq.size())]
 
 
 def rolled_up(output: DerivedColumn, cached: Any, schema: Any) -> Any:
