@@ -143,7 +143,7 @@ def _lift_one(
         return None
     refusal = LIFT_REFUSED + aggregate_identity(key, shape)
     try:
-        decision = _weigh(work, node, (shape, columns, served_below), siblings, refusal, rules)
+        decision = _weigh(work, node, shape, columns, served_below, siblings, refusal, rules)
     except Exception as exc:  # any type: weighing it is Criss's own; the query runs unlifted
         log.info("aggregate %s not weighed for lifting: %s", node.fingerprint[:12], exc)
         return None
@@ -224,16 +224,17 @@ def serve_from_finer(
 def _weigh(
     work: Workspace,
     node: PlanNode,
-    lifted: tuple[Shape, tuple[str, ...], list[tuple[int, ...]]],
+    shape: Shape,
+    columns: tuple[str, ...],
+    served_below: list[tuple[int, ...]],
     siblings: list[str],
     refusal: str,
     rules: CachingRules,
 ) -> Decision:
-    """Whether lifting ``node`` (of ``lifted``: its shape, the columns lifted, and the
+    """Whether lifting ``node`` (of ``shape``, over ``columns``, with ``served_below`` the
     subtrees under it the cache serves in this query) pays, from what its template measured
     under the other parameter values (``siblings``) and what earlier lifts cost (the
     benefit model's terms, ``criss.policies.lifting``)."""
-    shape, columns, served_below = lifted
     qtree, learning = work.session.qtree, work.session.learning
     refused = qtree.meta(refusal)
     if refused is not None:
