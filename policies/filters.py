@@ -59,6 +59,16 @@ def shuffle_seconds(rows: float, width: float) -> float:
     return rows * width / SHUFFLE_RATE
 
 
+def key_filter_can_pay(shuffled_bytes: float) -> bool:
+    """Whether any key filter (exact, Bloom or runtime) could pay where at most
+    ``shuffled_bytes`` of the filtered inputs cross the shuffles it would spare: each
+    costs ``FIXED_COST_S`` at least (:func:`key_filter_seconds`, :func:`bloom_join`) and
+    saves at most those shuffles (:func:`shuffle_seconds`). False lets a join be declined
+    from its inputs' row bounds (table rows from Parquet footers, or rows measured before),
+    before any job measures their keys."""
+    return shuffled_bytes / SHUFFLE_RATE > FIXED_COST_S
+
+
 def key_filter_seconds(keys: float, key_width: float, big_rows: float) -> float:
     """Cost of one exact key filter: the distinct-keys job plus probing every big row."""
     return FIXED_COST_S + keys * key_width / KEY_RATE + big_rows * key_width / PROBE_RATE

@@ -100,7 +100,7 @@ def test_prefilter_measurements_and_key_set_reused(shuffle_joins, forced, tmp_pa
     assert key_set and "matched" in key_set[0], cs.explain(df)
 
 
-def test_prefilter_not_applied_at_high_selectivity(shuffle_joins, tmp_path):
+def test_prefilter_not_applied_at_high_selectivity(shuffle_joins, forced, tmp_path):
     spark = shuffle_joins
     cs = session(spark, tmp_path, runtime_filters=False, bloom_join=False)
     sql = ORDERS_1PCT.replace("1992-01-25", "1999-01-01")
@@ -314,6 +314,116 @@ def test_runtime_filters_measure_only_filtered_dimensions(shuffle_joins, forced,
     assert [d.split(" (join")[0] for d in choice.details["dimensions"]] == [
         "l_orderkey in o_orderkey"
     ]
+
+
+#: Lineitem joined with part, then with a month of orders. At SF 0.01 Spark estimates the
+#: part input at ~20 KB and the orders input at ~80 KB (the whole table's share of its
+#: columns); the month holds ~400 orders (~3 KB of keys).
+PART_THEN_ORDERS = """
+select l_orderkey, l_linenumber, l_extendedprice, p_type
+from lineitem, part, orders
+where l_partkey = p_partkey and l_orderkey = o_orderkey
+  and p_type like '%BRASS' and o_orderdate < date'{until}'
+"""
+
+
+@pytest.fixture
+def broadcast_40k(tpch):
+    """A 40 KB broadcast threshold: Spark plans to broadcast the part input, not the orders
+    one, which adaptive execution broadcasts once its ~3 KB are known."""
+    key = "spark.sql.autoBroadcastJoinThreshold"
+    before = tpch.conf.get(key)
+    tpch.conf.set(key, str(40 * 1024))
+    yield tpch
+    tpch.conf.set(key, before)
+
+
+def test_runtime_filters_leave_the_fact_input_unmeasured_where_every_dimension_is_broadcast(
+    broadcast_40k, forced, tmp_path
+):
+    """Part is broadcast as planned, orders at its measured size: no lineitem row is ever
+    shuffled, so no filter can pay, and lineitem's keys (the one large measurement job)
+    are not measured; the two dimensions' are."""
+    spark = broadcast_40k
+    sql = PART_THEN_ORDERS.format(until="1992-03-01")
+    cs = session(spark, tmp_path, semi_prefilter=False, bloom_join=False, min_texec=1e9)
+    df = cs.sql(sql)
+    assert_same_rows(df.collect(), spark.sql(sql).collect())
+    choice = next(c for c in cs._records[df].joins if c.optimization == "runtime_filters")
+    assert not choice.chosen and "broadcast at its measured size" in choice.reason, choice
+    assert cs.report()["counters"]["join_key_measurements"] == 2
+
+
+#: The lineitem input of PART_THEN_ORDERS's orders join, as a query of its own.
+LINEITEM_AND_PART = """
+select l_orderkey, l_linenumber, l_extendedprice, p_type
+from lineitem, part
+where l_partkey = p_partkey and p_type like '%BRASS' and l_orderkey is not null
+"""
+
+
+def test_the_input_spark_may_broadcast_is_measured_first(broadcast_40k, forced, tmp_path):
+    """The semi prefilter at the orders join: lineitem ⋈ part (its rows known from the
+    first query's run) and a month of orders. Orders, the input Spark may broadcast, is
+    measured first, and its ~400 rows show adaptive execution broadcasting it: the
+    lineitem side, a job that computes its join again, is never measured. Measured after
+    the action (the default), the orders input goes alone, and the next query decides."""
+    spark = broadcast_40k
+    first, later = LINEITEM_AND_PART, PART_THEN_ORDERS.format(until="1992-03-01")
+    for measured_when in ("planning", "after-action"):
+        cs = session(
+            spark,
+            tmp_path / measured_when,
+            runtime_filters=False,
+            bloom_join=False,
+            min_texec=1e9,
+            join_measurements=measured_when,
+        )
+        cs.sql(first).collect()
+        cs.settle_harvests()  # the join's rows, read off the executed plan
+        df = cs.sql(later)
+        assert_same_rows(df.collect(), spark.sql(later).collect())
+        cs.settle_harvests()
+        if measured_when == "after-action":
+            reason = _prefilter_reason(cs, df, "o_orderkey")
+            assert "the other input's only if its measured size" in reason, reason
+            df = cs.sql(later)
+            df.collect()
+        reason = _prefilter_reason(cs, df, "o_orderkey")
+        assert "adaptive execution broadcasts the right input at its measured size" in reason
+        assert cs.report()["counters"]["join_key_measurements"] == 1, measured_when
+        cs.close()
+
+
+def test_key_filters_are_declined_unmeasured_where_no_filter_can_pay(shuffle_joins, tmp_path):
+    """With the cost model's own constants, SF 0.01's lineitem (60 k rows, ~2 MB) crosses a
+    shuffle in ~0.02 s, under a key filter's fixed 0.3 s: from the table's rows in its
+    Parquet footers, no filter can pay at any survival, so no input's keys are measured
+    (each a Spark job) and the joins are declined; the rows are plain Spark's."""
+    spark = shuffle_joins
+    cs = session(spark, tmp_path / "prefilter", runtime_filters=False)
+    df = cs.sql(ORDERS_1PCT)
+    assert_same_rows(df.collect(), spark.sql(ORDERS_1PCT).collect())
+    reason = _prefilter_reason(cs, df, "o_orderkey")
+    assert "holds at most 60175 rows" in reason and "fixed 0.30s" in reason, reason
+    bloom = next(c for c in cs._records[df].joins if c.optimization == "bloom_join")
+    assert bloom.reason == reason and not bloom.chosen
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0
+
+    cs = session(spark, tmp_path / "star", semi_prefilter=False, bloom_join=False)
+    df = cs.sql(STAR)
+    assert_same_rows(df.collect(), spark.sql(STAR).collect())
+    choice = next(c for c in cs._records[df].joins if c.optimization == "runtime_filters")
+    assert not choice.chosen and "the fact input holds at most 60175 rows" in choice.reason
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0
+
+
+def _prefilter_reason(cs, df, key: str) -> str:
+    return next(
+        c.reason
+        for c in cs._records[df].joins
+        if c.optimization == "semi_prefilter" and key in c.join
+    )
 
 
 def test_key_measurements_shared_by_projections_of_one_input(shuffle_joins, forced, tmp_path):

@@ -34,6 +34,7 @@ from criss.qtree.star import (
     operand_label,
     whole_table,
 )
+from criss.tables import table_rows
 
 from . import JoinChoice, Verdicts, key_counts_meta
 
@@ -98,21 +99,34 @@ class InputFacts:
     may_measure: bool = True
     #: Every row of one table (no filter but IsNotNull): see ``qtree.star.whole_table``.
     whole_table: bool = False
+    #: Most rows it can hold without running it: the rows measured before, or for a scan
+    #: its table's (Parquet footers); None where neither is known.
+    rows_bound: int | None = None
 
 
 def input_facts(
     context: JoinContext, plan: JoinPlan, path: tuple[int, ...], which: str
 ) -> InputFacts:
     facts = context.side_facts(plan, path, which)
+    simple = scan_input(facts.node)
     return InputFacts(
         fingerprint=facts.fingerprint,
         measure_key=key_source(facts.node).fingerprint,
         deterministic=facts.deterministic,
-        simple=scan_input(facts.node),
+        simple=simple,
         rows=facts.rows,
         may_measure=context.may_measure(facts),
         whole_table=whole_table(facts.node),
+        rows_bound=rows_bound(facts.node, facts.rows, simple),
     )
+
+
+def rows_bound(node: PlanNode, rows: int | None, simple: bool) -> int | None:
+    """The most rows a join input holds, known without a job: measured, else (a scan with
+    filters and projections only) its table's."""
+    if rows is not None:
+        return rows
+    return table_rows(next(node.leaves()).relation) if simple else None
 
 
 def scan_input(node: PlanNode) -> bool:
@@ -365,14 +379,26 @@ def measure_sides(
     )
     if adaptive_broadcast:
         return adaptive_broadcast  # the QTree's rows already say so: nothing to measure
+    too_small = _too_small_to_pay(site, facts, filterable)
+    if too_small:
+        return too_small
     later = None  # why not now, when an input's keys are measured after the action
-    for which in ("left", "right"):
+    for which in _measuring_order(site):
         paths = [getattr(k, which) for k in keys]
         label = key_label([operand_label(operand(site.condition, p)) for p in paths])
         if not facts[which].simple and facts[which].rows is None:
             return f"{which} input not measured yet (joins/aggregates below, no QTree stats)"
         known = _side_keys(plan, site, context, which, facts[which], paths, label)
         if known is None:
+            if (
+                facts[which].may_measure
+                and not measured
+                and _may_end_it(site, which, scans, context)
+            ):
+                return (
+                    f"{which} input's keys are measured after this query's action (the "
+                    "other input's only if its measured size leaves a shuffle to save)"
+                )
             if facts[which].may_measure:  # and the other input's with it
                 later = f"{which} input's keys are measured after this query's action"
                 continue
@@ -387,6 +413,17 @@ def measure_sides(
             return adaptive_broadcast  # the other input need not be measured
     if later is not None:
         return later
+    return _policy_arguments(site, keys, filterable, measured)
+
+
+def _policy_arguments(
+    site: JoinSite,
+    keys: tuple[EquiKey, ...],
+    filterable: list[str],
+    measured: dict[str, tuple[int, int]],
+) -> tuple[str, dict[str, Any]]:
+    """The big input (the wider in bytes among ``filterable``) and a key filter's policy
+    arguments, from both inputs' measured (rows, distinct keys)."""
     widths = {"left": row_width(site.left.columns), "right": row_width(site.right.columns)}
     big = max(filterable, key=lambda w: measured[w][0] * widths[w])
     small = "right" if big == "left" else "left"
@@ -399,6 +436,49 @@ def measure_sides(
         "keys": measured[small][1],
         "key_width": key_width,
     }
+
+
+def _too_small_to_pay(
+    site: JoinSite, facts: dict[str, InputFacts], filterable: list[str]
+) -> str | None:
+    """Why no key filter can pay at this join whatever its inputs' keys (so none is
+    measured), or None: the larger filterable input, at the most rows it can hold, shuffles
+    too few bytes to save a filter's fixed cost (``policy.key_filter_can_pay``)."""
+    bounds = {w: facts[w].rows_bound for w in filterable}
+    if any(b is None for b in bounds.values()):
+        return None
+    sides = {"left": site.left, "right": site.right}
+    most = {w: bounds[w] * row_width(sides[w].columns) for w in filterable}
+    if policy.key_filter_can_pay(max(most.values())):
+        return None
+    which = max(most, key=most.get)
+    return (
+        f"the {which} input holds at most {bounds[which]} rows (~{int(most[which])} B): "
+        f"its shuffle costs less than a key filter's fixed {policy.FIXED_COST_S:.2f}s"
+    )
+
+
+def _measuring_order(site: JoinSite) -> list[str]:
+    """The inputs in the order their keys are measured: first the one Spark may broadcast
+    at its measured size (the smaller buildable input by Spark's estimate), whose rows can
+    end the decision before the other, most often the larger, is measured at all."""
+    buildable = sorted(
+        _FILTERABLE[site.join_type],
+        key=lambda w: (site.left if w == "left" else site.right).estimated_bytes,
+    )
+    return buildable + [w for w in ("left", "right") if w not in buildable]
+
+
+def _may_end_it(site: JoinSite, which: str, scans: dict[str, bool], context: JoinContext) -> bool:
+    """Whether ``which``'s measured rows alone may show that adaptive execution broadcasts
+    it (``broadcast``): then the other input is measured only once they are known."""
+    other = "right" if which == "left" else "left"
+    return (
+        which in _FILTERABLE[site.join_type]
+        and broadcast_threshold(context) >= 0
+        and not scans.get(other, True)
+        and adaptive(context)
+    )
 
 
 def prefiltered_join(

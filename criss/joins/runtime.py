@@ -151,9 +151,19 @@ class RuntimeFilters(Verdicts):
         if not any(f.join_path != site.path for f in filters):
             return None  # not a star: the adjacent join alone is the semi prefilter's case
         threshold = broadcast_threshold(context)
-        if not any(_shuffled(plan, context, f, threshold) for f in filters):
+        shuffles = {f.join_path for f in filters if _shuffled(plan, context, f, threshold)}
+        if not shuffles:
             reason = "every dimension is broadcast: the fact input is never shuffled"
             return self._choice(site, False, reason, {"filters": len(filters)})
+        if fact.rows_bound is not None:
+            most = len(shuffles) * fact.rows_bound * row_width(side.columns)
+            if not policy.key_filter_can_pay(most):
+                reason = (
+                    f"the fact input holds at most {fact.rows_bound} rows: its "
+                    f"{len(shuffles)} shuffle(s) move ~{int(most)} B, less than a key "
+                    f"filter's fixed {policy.FIXED_COST_S:.2f}s saves"
+                )
+                return self._choice(site, False, reason, {"filters": len(filters)})
         dimensions = self._dimensions(plan, context, filters)
         if not dimensions:
             reason = (
@@ -161,16 +171,14 @@ class RuntimeFilters(Verdicts):
                 "partner; inputs with joins below are not measured)"
             )
             return self._choice(site, False, reason, {"filters": len(filters)})
-        measured = dict(self._measure(plan, site, context, which, fact, dimensions))
+        dim_keys = self._measure_dimensions(plan, context, dimensions)
+        unmeasured = self._unmeasured(plan, site, context, filters, dim_keys, threshold)
+        if unmeasured is not None:
+            return unmeasured
+        measured = dict(self._measure_fact(plan, site, context, which, fact, dim_keys))
         usable = {f: m for f, m in measured.items() if m is not None}
         if not usable:
-            return self._choice(
-                site,
-                False,
-                "no dimension measured (joins below without statistics, inputs seen in "
-                f"fewer than min_ref={context.session.options.min_ref} queries, or measured "
-                "after this query's action)",
-            )
+            return self._choice(site, False, _no_dimension_measured(context))
         fact_rows = next(iter(usable.values())).fact_rows
         chain = self._chain(plan, context, filters, usable, threshold)
         decision = policy.star_filters(fact_rows, row_width(side.columns), chain)
@@ -220,19 +228,13 @@ class RuntimeFilters(Verdicts):
                 )
         return chain
 
-    def _measure(
+    def _measure_dimensions(
         self,
         plan: JoinPlan,
-        site: JoinSite,
         context: JoinContext,
-        which: str,
-        fact: InputFacts,
         dimensions: list[tuple[StarFilter, InputFacts]],
-    ) -> list[tuple[StarFilter, _Measured | None]]:
-        """What was measured for each filter, None if it could not be.
-
-        The dimensions first: the fact input (the big one) is measured only if one of them
-        could be."""
+    ) -> dict[StarFilter, tuple[int, int] | None]:
+        """Each dimension's (distinct keys, rows), None where not measured (yet)."""
         dim_keys: dict[StarFilter, tuple[int, int] | None] = {}
         for f, dim in dimensions:
             label = operand_label(_operand(plan, f, f.dim_operand))
@@ -244,8 +246,43 @@ class RuntimeFilters(Verdicts):
                 dim.may_measure,
             )
             dim_keys[f] = (known["ndv"][label], known["rows"]) if known is not None else None
+        return dim_keys
+
+    def _unmeasured(
+        self,
+        plan: JoinPlan,
+        site: JoinSite,
+        context: JoinContext,
+        filters: list[StarFilter],
+        dim_keys: dict[StarFilter, tuple[int, int] | None],
+        threshold: int,
+    ) -> JoinChoice | None:
+        """Why the fact input (the big one) is not measured, or None to measure it: no
+        dimension is measured, or at the dimensions' measured rows every join of the star
+        broadcasts its dimension, so no fact row is shuffled and no filter can pay
+        (``policy.star_filters`` would find 0 s to save)."""
         if all(k is None for k in dim_keys.values()):
-            return [(f, None) for f in dim_keys]
+            return self._choice(site, False, _no_dimension_measured(context))
+        rows = {f: k[1] for f, k in dim_keys.items() if k is not None}
+        if any(_shuffled(plan, context, f, threshold, rows.get(f)) for f in filters):
+            return None
+        reason = (
+            "every dimension is broadcast at its measured size: the fact input is never "
+            "shuffled (and is not measured)"
+        )
+        return self._choice(site, False, reason, {"filters": len(filters)})
+
+    def _measure_fact(
+        self,
+        plan: JoinPlan,
+        site: JoinSite,
+        context: JoinContext,
+        which: str,
+        fact: InputFacts,
+        dim_keys: dict[StarFilter, tuple[int, int] | None],
+    ) -> list[tuple[StarFilter, _Measured | None]]:
+        """What was measured for each filter, None if it could not be: the fact input's
+        key counts with each measured dimension's."""
         labels = {f: operand_label(_operand(plan, f, f.fact_operand)) for f in dim_keys}
         fact_columns = {
             labels[f]: lambda f=f: plan.condition_column(f.join_path, f.fact_operand)
@@ -283,6 +320,14 @@ class RuntimeFilters(Verdicts):
         other = "right" if which == "left" else "left"
         # The other input first, as in ``prefilter.prefiltered_join``.
         return frames[other].join(fact, plan.condition_column(site.path), "inner")
+
+
+def _no_dimension_measured(context: JoinContext) -> str:
+    return (
+        "no dimension measured (joins below without statistics, inputs seen in fewer than "
+        f"min_ref={context.session.options.min_ref} queries, or measured after this "
+        "query's action)"
+    )
 
 
 def _operand(plan: JoinPlan, f: StarFilter, path: tuple[int, ...]) -> Any:
