@@ -109,6 +109,9 @@ def test_repeats_worth_serving_count_only_repeats_plain_spark_took_long_on():
     assert repeats_served(result, min_seconds=20) == (0, 0)
     result["modes"]["criss"]["queries"][3]["criss"]["operators_reused"] = 2
     assert repeats_served(result) == (2, 2)
+    # a statement plain Spark rejects has nothing to serve: not worth serving
+    result["modes"]["spark"]["queries"][3]["error"] = "DIVIDE_BY_ZERO"
+    assert repeats_served(result) == (1, 1)
 
 
 @pytest.mark.spark
