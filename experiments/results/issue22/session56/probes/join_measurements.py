@@ -1,6 +1,9 @@
 """Which join inputs a stream measures (key counts, a Spark job each after an action), what
 each measurement cost, and what the join optimizations decided where they were measured.
 
+Session 56's copy of session 54's probe: it also prints, per position, the measurements
+that query queued and its join decisions that measured rows or keys took part in.
+
     .venv/bin/python experiments/results/issue22/session54/probes/join_measurements.py \
         --stream drift --seed 3 --sf 1 --queries 100
 """
@@ -63,7 +66,11 @@ def main():
             settle += time.perf_counter() - started
             record = cs.last_record
             queued = [q[2][-8:] for q in QUEUED if q[0] == item.position]
-            notable = [c for c in record.joins if any(w in c.reason for w in ("measured", "est.", "adaptive", "survival", "keeps"))]
+            notable = [
+                c
+                for c in record.joins
+                if any(w in c.reason for w in ("measured", "est.", "adaptive", "survival", "keeps"))
+            ]
             if queued or notable:
                 print("position", item.position, item.query, "queued", queued)
                 for choice in notable:
