@@ -451,6 +451,20 @@ def test_key_measurements_shared_by_projections_of_one_input(shuffle_joins, forc
     assert not whole_table(late) and key_source(late).op == "Filter"
 
 
+def test_no_key_filter_pays_where_its_shuffle_costs_less_than_the_fixed_cost():
+    """The bound that declines a join before measuring it agrees with every filter's model:
+    at the bytes whose shuffle takes the fixed cost, each refuses even a filter that drops
+    every row; above them one may pay."""
+    at = policy.FIXED_COST_S * policy.SHUFFLE_RATE
+    assert not policy.key_filter_can_pay(at) and policy.key_filter_can_pay(at * 1.01)
+    width, rows = 40.0, int(at / 40.0)
+    assert not policy.semi_prefilter(rows, width, 0.0, 1, 8.0).chosen
+    assert not policy.bloom_join(rows, width, 0.0, 1, 8.0).chosen
+    star = [policy.StarJoin(0.0, 1, 8.0, shuffled=True, candidate=True)]
+    assert not policy.star_filters(rows, width, star).chosen
+    assert policy.semi_prefilter(rows * 2, width, 0.0, 1, 8.0).chosen
+
+
 def test_policy_defaults_follow_the_measured_break_even():
     """SF1 orders ⋈ lineitem (6M rows): gains measured at 1 % and 10 %, none at 50 %."""
     args = {"big_rows": 6_000_000, "big_width": 16, "key_width": 8}
