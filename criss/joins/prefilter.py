@@ -99,34 +99,32 @@ class InputFacts:
     may_measure: bool = True
     #: Every row of one table (no filter but IsNotNull): see ``qtree.star.whole_table``.
     whole_table: bool = False
-    #: Most rows it can hold without running it: the rows measured before, or for a scan
-    #: its table's (Parquet footers); None where neither is known.
-    rows_bound: int | None = None
+    #: The file relation a scan input reads (its identity, as captured), else None.
+    relation: dict[str, Any] | None = None
+
+    @property
+    def rows_bound(self) -> int | None:
+        """Most rows it can hold, known without a job: the rows measured before, or for a
+        scan its table's (Parquet footers, read only when asked); None where neither is."""
+        if self.rows is not None:
+            return self.rows
+        return table_rows(self.relation) if self.simple else None
 
 
 def input_facts(
     context: JoinContext, plan: JoinPlan, path: tuple[int, ...], which: str
 ) -> InputFacts:
     facts = context.side_facts(plan, path, which)
-    simple = scan_input(facts.node)
     return InputFacts(
         fingerprint=facts.fingerprint,
         measure_key=key_source(facts.node).fingerprint,
         deterministic=facts.deterministic,
-        simple=simple,
+        simple=scan_input(facts.node),
         rows=facts.rows,
         may_measure=context.may_measure(facts),
         whole_table=whole_table(facts.node),
-        rows_bound=rows_bound(facts.node, facts.rows, simple),
+        relation=next(facts.node.leaves()).relation,
     )
-
-
-def rows_bound(node: PlanNode, rows: int | None, simple: bool) -> int | None:
-    """The most rows a join input holds, known without a job: measured, else (a scan with
-    filters and projections only) its table's."""
-    if rows is not None:
-        return rows
-    return table_rows(next(node.leaves()).relation) if simple else None
 
 
 def scan_input(node: PlanNode) -> bool:
@@ -471,14 +469,13 @@ def _measuring_order(site: JoinSite) -> list[str]:
 
 def _may_end_it(site: JoinSite, which: str, scans: dict[str, bool], context: JoinContext) -> bool:
     """Whether ``which``'s measured rows alone may show that adaptive execution broadcasts
-    it (``broadcast``): then the other input is measured only once they are known."""
+    it: ``broadcast`` would at the fewest rows it can measure (none). Then the other input
+    is measured only once they are known."""
+    if which not in _FILTERABLE[site.join_type]:
+        return False
+    side = site.left if which == "left" else site.right
     other = "right" if which == "left" else "left"
-    return (
-        which in _FILTERABLE[site.join_type]
-        and broadcast_threshold(context) >= 0
-        and not scans.get(other, True)
-        and adaptive(context)
-    )
+    return broadcast(side, 0, context, broadcast_threshold(context), scans.get(other, True))
 
 
 def prefiltered_join(

@@ -155,11 +155,12 @@ class RuntimeFilters(Verdicts):
         if not shuffles:
             reason = "every dimension is broadcast: the fact input is never shuffled"
             return self._choice(site, False, reason, {"filters": len(filters)})
-        if fact.rows_bound is not None:
-            most = len(shuffles) * fact.rows_bound * row_width(side.columns)
+        bound = fact.rows_bound
+        if bound is not None:
+            most = len(shuffles) * bound * row_width(side.columns)
             if not policy.key_filter_can_pay(most):
                 reason = (
-                    f"the fact input holds at most {fact.rows_bound} rows: its "
+                    f"the fact input holds at most {bound} rows: its "
                     f"{len(shuffles)} shuffle(s) move ~{int(most)} B, less than a key "
                     f"filter's fixed {policy.FIXED_COST_S:.2f}s saves"
                 )
