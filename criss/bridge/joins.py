@@ -128,6 +128,10 @@ class JoinSite:
     def right(self) -> JoinSide:
         return JoinSide(self._plan.node_at(self.path + (1,)))
 
+    def side(self, which: str) -> JoinSide:
+        """The ``"left"`` or ``"right"`` input."""
+        return self.left if which == "left" else self.right
+
     @cached_property
     def label(self) -> str:
         return str(self._node.simpleString(200))

@@ -260,7 +260,7 @@ def _broadcast_reason(
     its ``rows``, measured) adaptively before the other input is shuffled; or None."""
     threshold = broadcast_threshold(context)
     for which in _FILTERABLE[site.join_type]:
-        side = site.left if which == "left" else site.right
+        side = site.side(which)
         other = "right" if which == "left" else "left"
         if not broadcast(side, rows.get(which), context, threshold, scans.get(other, True)):
             continue
@@ -445,8 +445,7 @@ def _too_small_to_pay(
     bounds = {w: facts[w].rows_bound for w in filterable}
     if any(b is None for b in bounds.values()):
         return None
-    sides = {"left": site.left, "right": site.right}
-    most = {w: bounds[w] * row_width(sides[w].columns) for w in filterable}
+    most = {w: bounds[w] * row_width(site.side(w).columns) for w in filterable}
     if policy.key_filter_can_pay(max(most.values())):
         return None
     which = max(most, key=most.get)
@@ -462,7 +461,7 @@ def _measuring_order(site: JoinSite) -> list[str]:
     end the decision before the other, most often the larger, is measured at all."""
     buildable = sorted(
         _FILTERABLE[site.join_type],
-        key=lambda w: (site.left if w == "left" else site.right).estimated_bytes,
+        key=lambda w: site.side(w).estimated_bytes,
     )
     return buildable + [w for w in ("left", "right") if w not in buildable]
 
@@ -473,7 +472,7 @@ def _may_end_it(site: JoinSite, which: str, scans: dict[str, bool], context: Joi
     is measured only once they are known."""
     if which not in _FILTERABLE[site.join_type]:
         return False
-    side = site.left if which == "left" else site.right
+    side = site.side(which)
     other = "right" if which == "left" else "left"
     return broadcast(side, 0, context, broadcast_threshold(context), scans.get(other, True))
 

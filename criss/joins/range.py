@@ -251,7 +251,7 @@ class _Side:
 
     def meta_key(self, context: JoinContext) -> str:
         facts = context.side_facts(self.plan, self.site.path, self.which)
-        side = self.site.left if self.which == "left" else self.site.right
+        side = self.site.side(self.which)
         columns = {c[2]: i for i, c in enumerate(side.columns)}
         ends = "|".join(signature(e.expr, columns) for e in self.ends)
         digest = hashlib.sha256(ends.encode()).hexdigest()[:16]

@@ -41,7 +41,7 @@ def index_blocked(
     max_rows, max_bytes = index_limits(context)
     if stats.rows > max_rows:
         return f"interval side has {stats.rows} rows > {max_rows} ({_named(MAX_ROWS)})"
-    estimated = (site.left if side.which == "left" else site.right).estimated_bytes
+    estimated = site.side(side.which).estimated_bytes
     if estimated > max_bytes:
         return f"interval side estimated {estimated} bytes > {max_bytes} ({_named(MAX_BYTES)})"
     return None

@@ -144,7 +144,7 @@ class RuntimeFilters(Verdicts):
         fact = input_facts(context, plan, site.path, which)  # from the query's own tree
         if not (fact.simple and fact.deterministic):
             return None
-        side = site.left if which == "left" else site.right
+        side = site.side(which)
         fact_path = site.path + ((0,) if which == "left" else (1,))
         fact_ids = {c[2] for c in side.columns}
         filters = star_filters(fact_path, fact_ids, ancestors(plan, site.path, context.tree))
@@ -344,7 +344,7 @@ def _shuffled(
     rows for it; the lowest join of a star, over the fact table's scan, shuffles it
     before adaptive execution can broadcast."""
     site = next(s for s in plan.sites if s.path == f.join_path)
-    dim = site.left if f.dim_side == "left" else site.right
+    dim = site.side(f.dim_side)
     if threshold < 0 or dim.estimated_bytes <= threshold:
         return not broadcast(dim, rows, context, threshold, other_scan=True)
     if rows is None:
