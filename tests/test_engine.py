@@ -7,6 +7,7 @@ import warnings
 import pyarrow.parquet as pq
 import pytest
 from rowcompare import assert_same_rows
+from sparkjobs import jobs_in
 
 import criss
 from criss.storage.tiers import local_file
@@ -303,6 +304,26 @@ def test_an_empty_result_under_order_by_is_served_from_the_cache(tpch, tmp_path)
         assert summary.get("fallback") is None, summary
         assert summary.get("operators_reused" if occurrence else "operators_cached") == 1
     assert summary.get("results_ordered_on_driver") == 1
+    cs.close()
+
+
+@pytest.mark.parametrize("order_by", ["", " order by n desc, o_orderkey"])
+def test_an_empty_cached_result_is_served_without_a_spark_job(tpch, tmp_path, order_by):
+    """Serving a cached result of no rows reads a local relation: no job, no Python worker
+    (a Python RDD of no rows once took 1.8 s where plain Spark took 0.73 s: TPC-H Q18 under
+    a drift-hot stream at SF 0.05)."""
+    sql = (
+        "select o_orderkey, count(*) as n from orders where o_totalprice < 0 "
+        f"group by o_orderkey{order_by}"
+    )
+    cs = criss.session(tpch, home=str(tmp_path / "home"))
+    assert cs.sql(sql).collect() == []
+    assert cs.last_query_summary().get("operators_cached") == 1
+    served = cs.sql(sql)
+    assert jobs_in(tpch, f"empty-result{len(order_by)}", served.collect) == 0
+    summary = cs.last_query_summary()
+    assert summary.get("operators_reused") == 1 and summary.get("fallback") is None, summary
+    assert served.collect() == [] and served.columns == ["o_orderkey", "n"]
     cs.close()
 
 

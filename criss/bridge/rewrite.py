@@ -262,7 +262,7 @@ class ReadPlans:
                 return None
             reader = local_dataframe(self.bridge, spark_order(table, order), schema)
         elif not files:  # no rows (every partition empty): in any order
-            reader = spark.createDataFrame([], schema)
+            reader = empty_dataframe(self.bridge, schema)
         elif local_bytes is not None:
             reader = local_dataframe(self.bridge, table, schema)
         else:
@@ -424,6 +424,17 @@ def local_dataframe(bridge: CatalystBridge, table: Any, schema: Any) -> Any:
     )
     jdf = bridge.static(f"{utils}.toDataFrame")(jiter, schema.json(), spark._jsparkSession)
     return DataFrame(jdf, spark)
+
+
+def empty_dataframe(bridge: CatalystBridge, schema: Any) -> Any:
+    """A DataFrame of no rows with ``schema``, over a local relation: no Spark job reads it.
+    (``spark.createDataFrame([], schema)`` is a Python RDD, whose action starts Python
+    workers: 1.8 s to serve an empty cached result at SF 0.05, 0.73 s in plain Spark.)"""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    target = to_arrow_schema(schema)
+    return local_dataframe(bridge, pa.Table.from_batches([], target), schema)
 
 
 def with_replacements(
