@@ -517,13 +517,15 @@ def facts_from_execution(
     # one's metrics do not hold (for a first-seen result cached by its action: all of
     # them): its run teaches no per-stage seconds, which would be the whole action's
     whole = CACHE_SCAN not in leaves
+    served = planned is not None  # (planned_query gives None where nothing was served)
     return ExecutionFacts(
         statistics,
         seconds=finished.seconds,
         compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
         stages=stages_of(tree) if whole else 0,
         scanned_bytes=tree.scanned_bytes,
-        result_bytes=None if known is None or partial else known[1],
+        # a result over cached entries says nothing of result bytes per table byte
+        result_bytes=None if known is None or partial or served or read_bytes else known[1],
         cache_read_bytes=read_bytes,
         cache_read_seconds=read_seconds,
     )

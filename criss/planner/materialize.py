@@ -16,7 +16,7 @@ from criss.errors import StorageError
 from criss.planner.learning import ExecutionFacts, statistics_from_metrics, wall_cache_reads
 from criss.planner.workspace import Workspace
 from criss.qtree.executed import PlannedQuery, planned_query, standing_in
-from criss.qtree.plan import PlanNode
+from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import result_node, storable
 from criss.storage.catalog import EntryRecord
 
@@ -104,11 +104,16 @@ def _learn_from_execution(
 
 
 def query_result_input(work: Workspace, node: PlanNode) -> int | None:
-    """The input bytes the query reads for ``node`` if it is the query's result (outside
-    what the cache serves, as the first-sight estimate counts them), else None."""
+    """The table bytes the query reads for ``node`` if it is the query's result computed
+    from its tables alone, else None. A result over what the cache serves teaches no result
+    bytes per input byte: its size comes from the cached rows, and its few table bytes
+    (Q8 over a cached join reads only nation) once made the learned ratio 4.0, so the next
+    first sights were weighed as tens of MB."""
     if node.path != result_node(work.matched.tree).path:
         return None
-    return node.scanned_bytes_outside(work.served)
+    if any(within(path, (node.path,)) for path in work.served):
+        return None
+    return node.scanned_bytes
 
 
 def unmeasured(work: Workspace, fingerprints: frozenset[str]) -> frozenset[str]:
