@@ -20,8 +20,9 @@ it is cached to measure it once it recurs (``min_ref``). A first-seen query's re
 (``eager_results``) is not held to ``min_texec`` (the job that writes it is the query's own
 computation, not an extra one): it is cached when the benefit model says the repeats
 expected of it would pay for it and for what caching on first sight adds to the query's
-time (under an ``ORDER BY … LIMIT``, building Spark's cache of rows the action would never
-have materialized, as for an operator under the result). The expected
+time: the planning that prepares Spark's cache of it, measured in the home (and under an
+``ORDER BY … LIMIT``, building Spark's cache of rows the action would never have
+materialized, as for an operator under the result). The expected
 repeats are measured: how often a query's result had been seen before, over the home's
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
@@ -66,12 +67,14 @@ from criss.qtree.tree import NodeStats
 STAGE_BOUNDARIES = frozenset(
     {"Join", "Aggregate", "Window", "Sort", "Repartition", "RepartitionByExpression"}
 )
-#: What caching a first-seen result in the user's action adds to the query's time, as a
-#: share of it: measured 1.089x plain Spark over the 22 TPC-H templates at SF 1, of which
-#: planning (done with or without caching) is ~0.03
-#: (experiments/results/issue22/first-sight-paths-sf1-engine.json); 1.067x with the paths
-#: in every order and no lifts (issue22/session13/first-sight-paths-sf1.json).
-FIRST_SIGHT_COST = 0.06
+#: Seconds caching a first-seen result in the user's action adds to the query, assumed
+#: until a home measured its own (``criss.planner.learning``: the planning that prepares
+#: Spark's cache of it). Measured side by side with the same first sights planned without
+#: caching (experiments/results/issue22/session57/): +10.8 ms of planning a first sight at
+#: SF 0.05 (88 first sights) and +12.7 ms at SF 1 (22), and no more in the actions than
+#: the spread (-0.5 and -6 ms a query): a fixed cost, not a share of Texec (6 % of it was
+#: assumed before, measured on the path that computed results in a job of Criss's own).
+FIRST_SIGHT_SECONDS = 0.012
 #: What building Spark's cache of an operator's rows in the user's action adds to that
 #: action, as a share of the time writing them to the tier's files takes, for an operator
 #: under the query's result (the result's rows are materialized for the user anyway).
@@ -115,7 +118,8 @@ class CachingRules:
     results_only: bool = False
     #: Repeats a first-seen result can expect, measured over the recent queries.
     expected_repeats: float = 1.0
-    first_sight_cost: float = FIRST_SIGHT_COST
+    #: Seconds caching a first-seen result adds to its query (measured in the home).
+    first_sight_seconds: float = FIRST_SIGHT_SECONDS
     #: Bytes per second Criss's writes of results were measured to reach (None: none
     #: measured yet, storing is priced at ``disk_bandwidth`` as reading is).
     write_bandwidth: float | None = None
@@ -485,13 +489,13 @@ def _first_sight_value(
         size = estimated_result_size(node, numbers["scanned_bytes"], rules.result_ratio)
     texec = numbers["estimated_texec"]
     transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
-    gain = expected * (texec - transfer) - store - rules.first_sight_cost * texec
+    gain = expected * (texec - transfer) - store - rules.first_sight_seconds
     benefit = rules.benefit_of(stats, expected, texec, size, built)
     numbers = {
         **numbers,
         "estimated_size": size,
         "result_ratio": rules.result_ratio,
-        "first_sight_cost": rules.first_sight_cost,
+        "first_sight_seconds": rules.first_sight_seconds,
         "expected_gain": gain,
         "benefit": benefit,
     }

@@ -45,8 +45,8 @@ REASONS: Mapping[str, str] = {
         "other statements expected of such an aggregate here ({new_values_share:.0%} of the "
         "queries of templates seen before came under new values) would save {expected_gain:.3f}s "
         "more than caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
-        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_cost:.0%} of "
-        "Texec)"
+        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_seconds:.3f}s "
+        "of planning)"
     ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
@@ -105,8 +105,8 @@ REASONS: Mapping[str, str] = {
         "{repeats_source} would not pay for caching it (expected gain "
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s "
         "{texec_source}, ~{estimated_size:.0f} bytes; caching on first sight adds "
-        "{first_sight_cost:.0%} of Texec, and building Spark's cache of rows the action does "
-        "not return {in_action_build_share:.0%} of writing them)"
+        "{first_sight_seconds:.3f}s of planning, and building Spark's cache of rows the action "
+        "does not return {in_action_build_share:.0%} of writing them)"
     ),
     "eager_parameter_free_no_benefit": (
         "first seen; no value a query chose selects its rows, but the {expected_reuses:.2f} "

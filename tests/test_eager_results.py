@@ -9,7 +9,7 @@ from rowcompare import assert_same_rows
 
 import criss
 from criss.planner.learning import DEFAULT_RESULT_RATIO
-from criss.policies.decisions import BOUNDED_COLUMN_BYTES
+from criss.policies.decisions import BOUNDED_COLUMN_BYTES, FIRST_SIGHT_SECONDS
 from criss.qtree.rewrite import result_node
 
 #: A parameter no rule reuses across values (not a range or IN list on a column).
@@ -119,6 +119,22 @@ def test_a_result_cached_as_it_was_computed_teaches_the_result_bytes_per_input_b
             (1 - 0.3) * DEFAULT_RESULT_RATIO + 0.3 * measured
         )
         assert_same_rows(cs.sql(sql).collect(), rows)
+
+
+def test_the_first_sight_cost_is_the_planning_that_prepared_a_result_measured_here(tpch, tmp_path):
+    """Each result prepared for Spark's cache teaches what caching a first sight costs
+    (the seconds planning spent preparing it), and the next first sight is weighed at it."""
+    with criss.session(tpch, home=str(tmp_path / "h")) as cs:
+        assert cs.learning.first_sight_seconds == FIRST_SIGHT_SECONDS
+        cs.sql(NEW_PARAMETERS.format(3)).collect()
+        assert _result_decision(cs).reason == "eager_result"
+        prepared = cs.last_record.phase_seconds["prepare"]
+        learned = cs.learning.first_sight_seconds
+        assert learned != FIRST_SIGHT_SECONDS
+        # the blend of the default and what preparing took (timed a little more widely)
+        assert learned >= 0.7 * FIRST_SIGHT_SECONDS + 0.3 * prepared
+        cs.sql(NEW_PARAMETERS.format(5)).collect()
+        assert _result_decision(cs).numbers["first_sight_seconds"] == learned
 
 
 PER_NATION = (

@@ -42,6 +42,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         eager_results=options.eager_results,
         results_only=options.reuse_scope == "results",
         expected_repeats=session.learning.expected_repeats,
+        first_sight_seconds=session.learning.first_sight_seconds,
         write_bandwidth=session.learning.write_bandwidth,
         read_bandwidth=session.read_bandwidth,
         in_action_build_share=IN_ACTION_BUILD_SHARE

@@ -14,7 +14,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss.policies.decisions import expected_more, stages_of
+from criss.policies.decisions import FIRST_SIGHT_SECONDS, expected_more, stages_of
 from criss.qtree.canonical import ROW_LIMITS
 from criss.qtree.executed import PlannedQuery, standing_in
 from criss.qtree.plan import CACHE_SCAN, RDD_SCAN, PlanNode, within
@@ -355,6 +355,17 @@ class Learning:
         if scanned_bytes > 0:
             ratio = min(max(result_bytes / scanned_bytes, 1e-6), 4.0)
             self._blend("result_ratio", DEFAULT_RESULT_RATIO, ratio)
+
+    @property
+    def first_sight_seconds(self) -> float:
+        """Seconds caching a first-seen result adds to its query: the planning that
+        prepares Spark's cache of it, as measured here (assumed before any was)."""
+        return self._rate("first_sight_seconds", FIRST_SIGHT_SECONDS)
+
+    def learn_first_sight_seconds(self, seconds: float) -> None:
+        """Blend in what preparing one result for Spark's cache took while planning."""
+        if seconds >= 0:
+            self._blend("first_sight_seconds", FIRST_SIGHT_SECONDS, seconds)
 
     def harvest_later(
         self,

@@ -208,6 +208,8 @@ def prepare_cached(
         refusal=refusal,
         measured_texec=_measured_texec(work, node) if query_result and scanned is None else None,
     )
+    if query_result:  # what caching a result on first sight costs, as the decisions price it
+        work.session.learning.learn_first_sight_seconds(pending.prepare_seconds)
     work.lease.caches.append(pending)
     return cached
 
