@@ -45,8 +45,8 @@ REASONS: Mapping[str, str] = {
         "other statements expected of such an aggregate here ({new_values_share:.0%} of the "
         "queries of templates seen before came under new values) would save {expected_gain:.3f}s "
         "more than caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
-        "~{estimated_size:.0f} bytes; caching on first sight adds {first_sight_seconds:.3f}s "
-        "of planning)"
+        "~{estimated_size:.0f} bytes; caching it on first sight adds {first_sight_seconds:.3f}s "
+        "to the query)"
     ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
@@ -104,8 +104,8 @@ REASONS: Mapping[str, str] = {
         "a first-seen query's result: the {expected_repeats:.2f} repeats expected "
         "{repeats_source} would not pay for caching it (expected gain "
         "{expected_gain:.3f}s, benefit {benefit:.3g}: estimated Texec {estimated_texec:.3f}s "
-        "{texec_source}, ~{estimated_size:.0f} bytes; caching on first sight adds "
-        "{first_sight_seconds:.3f}s of planning, and building Spark's cache of rows the action "
+        "{texec_source}, ~{estimated_size:.0f} bytes; caching it on first sight adds "
+        "{first_sight_seconds:.3f}s to the query, and building Spark's cache of rows the action "
         "does not return {in_action_build_share:.0%} of writing them)"
     ),
     "eager_parameter_free_no_benefit": (
@@ -204,6 +204,12 @@ def describe(decision: Decision) -> str:
             "texec_source": BYTES_SOURCE,
             "repeats_source": HOME_REPEATS,
         }
-        return template.format(**{**defaults, **decision.numbers})
+        numbers = dict(decision.numbers)
+        if "first_sight_cost" in numbers:  # logged when it was a share of the estimated Texec
+            numbers.setdefault(
+                "first_sight_seconds",
+                numbers["first_sight_cost"] * numbers.get("estimated_texec", 0.0),
+            )
+        return template.format(**{**defaults, **numbers})
     except (KeyError, ValueError, TypeError):
         return decision.reason

@@ -312,7 +312,13 @@ def test_caching_a_first_sight_costs_the_seconds_of_preparing_it_not_a_share_of_
     assert costly.numbers["expected_gain"] == pytest.approx(
         slow.numbers["expected_gain"] - (1.0 - FIRST_SIGHT_SECONDS)
     )
-    assert "caching on first sight adds 1.000s of planning" in describe(costly)
+    assert "caching it on first sight adds 1.000s to the query" in describe(costly)
+    # a decision logged when the cost was a share of Texec renders with what it charged
+    logged = {**costly.numbers, "first_sight_cost": 0.06, "estimated_texec": 2.0}
+    del logged["first_sight_seconds"]
+    assert "on first sight adds 0.120s to the query" in describe(
+        Decision(SKIP, "eager_no_benefit", logged)
+    )
 
 
 def test_reused_subtrees_are_not_decided_and_their_bytes_are_not_estimated():
