@@ -36,6 +36,7 @@ from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
 from criss.qtree.executed import PlannedQuery
 from criss.qtree.plan import PlanNode
+from criss.qtree.rewrite import result_node
 from criss.storage.staging import Staged
 
 if TYPE_CHECKING:
@@ -191,6 +192,7 @@ def prepare_cached(
         cached = CachedResult(work.session.bridge, work.frame_at(at), f"criss-{token}")
     work.counters["operators_cached_in_action"] += 1
     scanned = query_result_input(work, node) if query_result else None
+    under_result = query_result and node.path != result_node(work.matched.tree).path
     computed = computed_below(work, node)
     pending = PendingCache(
         token=token,
@@ -206,7 +208,8 @@ def prepare_cached(
         record=work.record,
         max_rows=max_rows,
         refusal=refusal,
-        measured_texec=_measured_texec(work, node) if query_result and scanned is None else None,
+        # (a result over what the cache serves has no scanned bytes, and is still the result)
+        measured_texec=_measured_texec(work, node) if under_result else None,
     )
     if query_result:  # what caching a result on first sight costs, as the decisions price it
         work.session.learning.learn_first_sight_seconds(pending.prepare_seconds)
