@@ -122,6 +122,12 @@ class CrissOptions:
     #: a materialization job inside ``cs.sql()`` writes it (1.03x against 1.12x plain
     #: Spark's time on first sight at SF 1, experiments/results/issue22).
     cache_in_action: bool = True
+    #: Criss's plans run stages plain Spark compiled under other stage numbers (a subtree
+    #: cached or read in the action, the query above it), and Spark names each compiled
+    #: class after its stage number (``spark.sql.codegen.useIdInClassName``), so the same
+    #: code compiles again. True: the session wrapped names them by their code alone
+    #: (unless the application set that setting); ``close()`` puts it back.
+    share_stage_code: bool = True
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
     #: Operators estimated to take less (from their input bytes) are not worth a separate
@@ -230,6 +236,7 @@ class CrissOptions:
             "eager_results",
             "write_through",
             "cache_in_action",
+            "share_stage_code",
             "enabled",
             "dry_run",
             "range_join",

@@ -28,6 +28,7 @@ from criss.bridge import (
     FinishedExecution,
     execution_id,
     plan_identity,
+    share_stage_code,
 )
 from criss.bridge.handout import names_any, served_dataframe
 from criss.config import CrissOptions
@@ -118,6 +119,10 @@ class CrissSession:
         self.forget_rounds: deque[Forgotten] = deque(maxlen=FORGET_ROUNDS_KEPT)
         self.listener = self._listen()
         self._forget_unused(self.counters)
+        #: What puts Spark's naming of generated stage classes back on close (None: untouched).
+        self._stage_code = (
+            share_stage_code(spark) if options.share_stage_code and options.enabled else None
+        )
 
     @property
     def read_bandwidth(self) -> float | None:
@@ -350,6 +355,12 @@ class CrissSession:
         self.history.close()
         self.cache.close()
         self.qtree.close()
+        if self._stage_code is not None:
+            try:
+                self._stage_code()
+            except Exception as exc:  # the JVM may be gone at interpreter exit
+                log.info("Spark's naming of generated classes was not put back: %s", exc)
+            self._stage_code = None
 
     def __enter__(self) -> CrissSession:
         return self

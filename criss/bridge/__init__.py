@@ -54,6 +54,8 @@ from criss.bridge.metrics import (
     jvm_objects_held_by_python,
     jvm_process_id,
     log_compile_times,
+    mean_compile_ms,
+    share_stage_code,
 )
 from criss.bridge.plans import (
     PHASES,
@@ -106,6 +108,7 @@ __all__ = [
     "jvm_objects_held_by_python",
     "jvm_process_id",
     "log_compile_times",
+    "mean_compile_ms",
     "normalize_physical_plan",
     "operator_names",
     "optimized_plan",
@@ -114,6 +117,7 @@ __all__ = [
     "plan_overlap",
     "positional_schema",
     "require_supported_spark",
+    "share_stage_code",
     "subtree_semantic_hashes",
     "tree_string",
     "write_through_blocker",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -224,6 +225,35 @@ def compiled_classes(spark: Any) -> int:
     ``CodegenMetrics``): the difference around a statement is what it compiled."""
     metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
     return int(metrics.METRIC_COMPILATION_TIME().getCount())
+
+
+def mean_compile_ms(spark: Any) -> float:
+    """The mean milliseconds Spark's code generation took to compile a class in this JVM
+    (``CodegenMetrics``' histogram, a sample of the recent ones)."""
+    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
+    return float(metrics.METRIC_COMPILATION_TIME().getSnapshot().getMean())
+
+
+#: Spark's internal setting naming each class whole-stage code generation compiles after
+#: the stage's number in its plan (``GeneratedIteratorForCodegenStage3``), for reading
+#: generated code. Spark keeps compiled classes by their source text, name included.
+STAGE_CLASS_NAMES = "spark.sql.codegen.useIdInClassName"
+
+
+def share_stage_code(spark: Any) -> Callable[[], None] | None:
+    """Have Spark name generated stage classes by their code alone, so a stage compiled in
+    one plan is found compiled in another that numbers it differently; the setting is
+    left as it is where the application set it. Returns what puts it back (None where
+    nothing was changed)."""
+    if spark.conf.get(STAGE_CLASS_NAMES, None) is not None:
+        return None  # the application's own choice
+
+    def put_back() -> None:
+        if spark.conf.get(STAGE_CLASS_NAMES, None) == "false":
+            spark.conf.unset(STAGE_CLASS_NAMES)
+
+    spark.conf.set(STAGE_CLASS_NAMES, "false")
+    return put_back
 
 
 def log_compile_times(spark: Any, level: str = "INFO") -> None:
