@@ -6,12 +6,13 @@ of its own (``newSession``: its own SQL settings, the application's JVM and code
 from __future__ import annotations
 
 import shutil
+from types import SimpleNamespace
 
 import pytest
 
 import criss
 from criss.bridge import compiled_classes
-from criss.bridge.metrics import STAGE_CLASS_NAMES
+from criss.bridge.metrics import STAGE_CLASS_NAMES, share_stage_code
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import statement
 
@@ -41,6 +42,20 @@ def test_share_stage_code_false_and_a_pass_through_leave_spark_alone(own_session
     for options in ({"share_stage_code": "false"}, {"enabled": False}):
         with criss.session(own_session, home=str(tmp_path / "home"), **options):
             assert own_session.conf.get(STAGE_CLASS_NAMES, None) is None
+
+
+def test_a_setting_spark_refuses_changes_nothing():
+    """A session whose settings cannot be changed (a stand-in: real Spark allows this one)
+    is wrapped as it is: Criss's own setting never becomes the user's error."""
+
+    class Refusing:
+        def get(self, key, default=None):
+            return default
+
+        def set(self, key, value):
+            raise RuntimeError(f"{key} cannot be modified")
+
+    assert share_stage_code(SimpleNamespace(conf=Refusing())) is None
 
 
 #: Templates whose second sight Criss splits at SF 0.01 (a subtree cached in the action, or

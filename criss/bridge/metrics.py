@@ -3,6 +3,7 @@ executed physical plan to paths in the optimized logical plan."""
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -11,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from criss.bridge.catalyst import CatalystBridge
+
+log = logging.getLogger("criss")
 
 
 @dataclass
@@ -244,15 +247,20 @@ def share_stage_code(spark: Any) -> Callable[[], None] | None:
     """Have Spark name generated stage classes by their code alone, so a stage compiled in
     one plan is found compiled in another that numbers it differently; the setting is
     left as it is where the application set it. Returns what puts it back (None where
-    nothing was changed)."""
-    if spark.conf.get(STAGE_CLASS_NAMES, None) is not None:
-        return None  # the application's own choice
+    nothing was changed). A failure is logged and changes nothing: only compiling is at
+    stake."""
+    try:
+        if spark.conf.get(STAGE_CLASS_NAMES, None) is not None:
+            return None  # the application's own choice
+        spark.conf.set(STAGE_CLASS_NAMES, "false")
+    except Exception as exc:  # any type: Criss's own setting, never the user's error
+        log.info("generated stage classes keep their stage numbers: %s", exc)
+        return None
 
     def put_back() -> None:
         if spark.conf.get(STAGE_CLASS_NAMES, None) == "false":
             spark.conf.unset(STAGE_CLASS_NAMES)
 
-    spark.conf.set(STAGE_CLASS_NAMES, "false")
     return put_back
 
 
