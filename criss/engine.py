@@ -32,7 +32,7 @@ from criss.bridge import (
 )
 from criss.bridge.handout import names_any, served_dataframe
 from criss.config import CrissOptions
-from criss.errors import StorageError, UsageError
+from criss.errors import SessionClosed, StorageError, UsageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
@@ -119,6 +119,7 @@ class CrissSession:
         self.forget_rounds: deque[Forgotten] = deque(maxlen=FORGET_ROUNDS_KEPT)
         self.listener = self._listen()
         self._forget_unused(self.counters)
+        self._closed = False
         #: What puts Spark's naming of generated stage classes back on close (None: untouched).
         self._stage_code = (
             share_stage_code(spark) if options.share_stage_code and options.enabled else None
@@ -273,6 +274,7 @@ class CrissSession:
         """Counters, per-tier usage and traffic, and every entry with its bitmap: a dict
         (JSON-ready) that prints as a short summary."""
         with self._lock:
+            self._require_open("report")
             return self._report()
 
     def _report(self) -> Report:
@@ -308,7 +310,7 @@ class CrissSession:
         """The last query's counters and times. With ``settle``, what its action (if it ran)
         wrote through is committed and counted first."""
         with self._lock:
-            if settle:
+            if settle and not self._closed:
                 self.settle_harvests()
             return {} if self._last is None else self._last.summary()
 
@@ -328,6 +330,7 @@ class CrissSession:
         if tier is not None and tier not in self.cache.tiers:
             raise StorageError(f"no tier {tier!r}; tiers: {', '.join(self.cache.tiers)}")
         with self._lock:
+            self._require_open("clear")
             if tier is None:
                 self.settle_harvests()
                 self.qtree.clear()
@@ -335,12 +338,28 @@ class CrissSession:
             self.bridge.forget_reads()
 
     def close(self) -> None:
+        """Commit what the last actions wrote, then close the cache and the stores. Closing
+        again does nothing; queries planned afterwards run as plain Spark."""
         with self._lock:
+            if self._closed:
+                return
+            self._closed = True
             self._close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _require_open(self, what: str) -> None:
+        if self._closed:
+            raise SessionClosed(
+                f"{what}() on a closed Criss session (home {self.home}): wrap the "
+                "SparkSession again with criss.session(spark, home=...) to read its cache"
+            )
 
     def _close(self) -> None:
         try:
-            self.settle_harvests()  # commit what the last actions wrote through
+            self._settle(None, drain=True)  # commit what the last actions wrote through
         except Exception as exc:
             log.warning("statistics or results of the last actions were not kept: %s", exc)
         if self.listener is not None:
@@ -380,7 +399,8 @@ class CrissSession:
         reads that may hold statistics of ``needed`` fingerprints (None: all). With
         ``drain``, first let Spark report the actions finished so far."""
         with self._lock:
-            self._settle(needed, drain)
+            if not self._closed:
+                self._settle(needed, drain)
 
     def _settle(self, needed: Collection[str] | None, drain: bool) -> None:
         if drain and self.listener is not None:
@@ -439,6 +459,11 @@ class CrissSession:
     def _plan_locked(self, df: DataFrame, sql: str | None) -> DataFrame:
         self.counters["queries"] += 1
         if not self.options.enabled:
+            return df
+        if self._closed:
+            if self.counters["queries_after_close"] == 0:
+                log.warning("this Criss session is closed: its queries run as plain Spark")
+            self.counters["queries_after_close"] += 1
             return df
         record = QueryRecord(sql, dry_run=self.options.dry_run)
         started = time.perf_counter()

@@ -42,3 +42,8 @@ class NotFoundError(CrissError, LookupError):
 class UsageError(CrissError, TypeError):
     """An API was handed an argument of a kind it cannot take; the message names it and
     what to pass instead."""
+
+
+class SessionClosed(CrissError, RuntimeError):
+    """A closed Criss session was asked for its cache (a report, a clear); its queries
+    run as plain Spark."""

@@ -441,3 +441,33 @@ def test_an_order_by_limit_query_keeps_its_top_rows_not_every_row_it_ranked(
         (served,) = [line for line in cs.explain(df).splitlines() if "REUSED" in line]
         assert served.lstrip().startswith("GlobalLimit 12") and "rows=12)" in served, served
     cs.close()
+
+
+def test_a_closed_session_closes_once_and_its_queries_run_as_plain_spark(tpch, tmp_path, caplog):
+    """Closing twice (a ``with`` block and an explicit ``close()``) does nothing the second
+    time; a query through a closed session is Spark's own DataFrame with plain Spark's rows,
+    and what needs the closed cache says so by name. The next session on the home serves
+    what the first one cached before it closed."""
+    sql = "select o_orderpriority, count(*) as n from orders group by o_orderpriority"
+    expected = tpch.sql(sql).collect()
+    home = str(tmp_path / "home")
+    with criss.session(tpch, home=home) as cs:
+        assert_same_rows(cs.sql(sql).collect(), expected)
+        assert cs.last_query_summary().get("operators_cached") == 1
+    assert cs.closed
+    cs.close()  # the second time: nothing to do, nothing raised
+    with caplog.at_level("WARNING", logger="criss"):
+        after = cs.sql(sql)
+        assert_same_rows(after.collect(), expected)
+        cs.sql(sql).collect()
+    assert cs.explain(after) == "this DataFrame was not planned by this Criss session"
+    assert [r.message for r in caplog.records].count(
+        "this Criss session is closed: its queries run as plain Spark"
+    ) == 1
+    assert cs.counters["queries_after_close"] == 2
+    for call in (cs.report, cs.clear):
+        with pytest.raises(criss.SessionClosed, match=r"closed Criss session .*criss\.session"):
+            call()
+    with criss.session(tpch, home=home) as again:
+        assert_same_rows(again.sql(sql).collect(), expected)
+        assert again.last_query_summary().get("operators_reused") == 1

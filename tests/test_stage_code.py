@@ -113,3 +113,14 @@ def test_second_sights_compile_fewer_classes_when_stage_code_is_shared(spark, tp
     shared_total, numbered_total = sum(n for _, n in shared), sum(n for _, n in numbered)
     assert numbered_total >= 8, numbered  # the renumbered stages compiled again
     assert shared_total <= numbered_total - 4, (shared, numbered)
+
+
+def test_two_criss_sessions_on_one_spark_session_share_the_setting(own_session, tmp_path):
+    """The setting stays until the last Criss session on the SparkSession closes: the
+    second does not take the first one's setting for the application's."""
+    first = criss.session(own_session, home=str(tmp_path / "first"))
+    second = criss.session(own_session, home=str(tmp_path / "second"))
+    first.close()
+    assert own_session.conf.get(STAGE_CLASS_NAMES) == "false"
+    second.close()
+    assert own_session.conf.get(STAGE_CLASS_NAMES, None) is None

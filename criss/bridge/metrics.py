@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
+import weakref
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -223,18 +225,22 @@ class _MetricsWalk:
         return node is not None and node.getClass().getSimpleName() not in _ROW_SELECTING
 
 
+def _compilation_times(spark: Any) -> Any:
+    """Spark's histogram of the time each class its code generation compiled took, in
+    this JVM (``CodegenMetrics``)."""
+    return spark._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+
+
 def compiled_classes(spark: Any) -> int:
-    """How many classes Spark's code generation has compiled in this JVM so far (its
-    ``CodegenMetrics``): the difference around a statement is what it compiled."""
-    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
-    return int(metrics.METRIC_COMPILATION_TIME().getCount())
+    """How many classes Spark's code generation has compiled in this JVM so far: the
+    difference around a statement is what it compiled."""
+    return int(_compilation_times(spark).getCount())
 
 
 def mean_compile_ms(spark: Any) -> float:
     """The mean milliseconds Spark's code generation took to compile a class in this JVM
-    (``CodegenMetrics``' histogram, a sample of the recent ones)."""
-    metrics = spark._jvm.org.apache.spark.metrics.source.CodegenMetrics
-    return float(metrics.METRIC_COMPILATION_TIME().getSnapshot().getMean())
+    (a sample of the recent ones)."""
+    return float(_compilation_times(spark).getSnapshot().getMean())
 
 
 #: Spark's internal setting naming each class whole-stage code generation compiles after
@@ -243,23 +249,40 @@ def mean_compile_ms(spark: Any) -> float:
 STAGE_CLASS_NAMES = "spark.sql.codegen.useIdInClassName"
 
 
+#: The SparkSessions whose naming Criss changed, with how many Criss sessions wrap each:
+#: the last of them to close puts the setting back, not the first.
+_SHARING: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+_SHARING_LOCK = threading.Lock()
+
+
 def share_stage_code(spark: Any) -> Callable[[], None] | None:
     """Have Spark name generated stage classes by their code alone, so a stage compiled in
     one plan is found compiled in another that numbers it differently; the setting is
-    left as it is where the application set it. Returns what puts it back (None where
-    nothing was changed). A failure is logged and changes nothing: only compiling is at
-    stake."""
+    left as it is where the application set it. Returns what puts it back once every Criss
+    session that shares it has called it (None where nothing was changed). A failure is
+    logged and changes nothing: only compiling is at stake."""
     try:
-        if spark.conf.get(STAGE_CLASS_NAMES, None) is not None:
-            return None  # the application's own choice
-        spark.conf.set(STAGE_CLASS_NAMES, "false")
+        with _SHARING_LOCK:
+            if spark in _SHARING:  # another Criss session set it: share it, not the app's
+                _SHARING[spark] += 1
+            elif spark.conf.get(STAGE_CLASS_NAMES, None) is not None:
+                return None  # the application's own choice
+            else:
+                spark.conf.set(STAGE_CLASS_NAMES, "false")
+                _SHARING[spark] = 1
     except Exception as exc:  # any type: Criss's own setting, never the user's error
         log.info("generated stage classes keep their stage numbers: %s", exc)
         return None
 
     def put_back() -> None:
-        if spark.conf.get(STAGE_CLASS_NAMES, None) == "false":
-            spark.conf.unset(STAGE_CLASS_NAMES)
+        with _SHARING_LOCK:
+            left = _SHARING.get(spark, 1) - 1
+            if left > 0:
+                _SHARING[spark] = left
+                return
+            _SHARING.pop(spark, None)
+            if spark.conf.get(STAGE_CLASS_NAMES, None) == "false":
+                spark.conf.unset(STAGE_CLASS_NAMES)
 
     return put_back
 
