@@ -128,6 +128,11 @@ class CrissOptions:
     #: code compiles again. True: the session wrapped names them by their code alone
     #: (unless the application set that setting); ``close()`` puts it back.
     share_stage_code: bool = True
+    #: Under each operator cached for the largest measured benefit on its branch, also cache
+    #: the lowest operator below one of its joins whose benefit is at least this share of
+    #: that one's: a query changed higher up (a variant filtering a joined table) still
+    #: shares it. 0: one operator per branch, as the paper (§1.3).
+    base_share: float = 0.0
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2
     #: Operators estimated to take less (from their input bytes) are not worth a separate
@@ -255,6 +260,12 @@ class CrissOptions:
                 raise ConfigError(f"min_ref must be >= 1, got {out['min_ref']}")
         if "min_texec" in out:
             out["min_texec"] = float(out["min_texec"])
+        if "base_share" in out:
+            out["base_share"] = _as_float(out["base_share"], "base_share")
+            if not 0.0 <= out["base_share"] <= 1.0:
+                raise ConfigError(
+                    f"base_share must be between 0 and 1 (0: off), got {out['base_share']}"
+                )
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
         if "forget_after" in out:

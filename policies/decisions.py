@@ -55,6 +55,7 @@ from criss.policies.selection import (
     guess_score,
     keeps_most_rows,
     measured_score,
+    shared_bases,
 )
 from criss.qtree.canonical import ROW_LIMITS
 from criss.qtree.lineage import max_rows, output_width
@@ -138,6 +139,9 @@ class CachingRules:
     #: Share of the recent queries of a template seen before that came under new values
     #: (what ``expected_parameter_free_reuses`` leans on while its own chances are few).
     new_values_share: float = 0.5
+    #: Under an operator cached for its measured benefit, also the lowest operator below
+    #: one of its joins keeping at least this share of that benefit (0: one per branch).
+    base_share: float = 0.0
 
     @property
     def load_bandwidth(self) -> float:
@@ -222,14 +226,19 @@ def decide_caching(
         )
         for node in _outside(tree, facts.reused)
     }
+    bases: set[tuple[int, ...]] = set()
     if rules.results_only:
         chosen = _whole_result(result, facts)
     else:
-        chosen = _best_per_branch(tree, result, verdicts, facts)
-    return {
+        chosen, bases = _best_per_branch(tree, result, verdicts, facts, rules.base_share)
+    decisions = {
         path: _final(path, verdict, chosen, result.path, rules)
         for path, verdict in verdicts.items()
     }
+    for path in bases:
+        found = decisions[path]
+        decisions[path] = Decision(CACHE, "shared_base", found.numbers, found.source)
+    return decisions
 
 
 def action_returns_whole(root: PlanNode, result: PlanNode) -> bool:
@@ -542,9 +551,11 @@ def _best_per_branch(
     result: PlanNode,
     verdicts: Mapping[tuple[int, ...], _Verdict],
     facts: QueryFacts,
-) -> set[tuple[int, ...]]:
+    base_share: float = 0.0,
+) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
     """The best operator of every branch; a result cached eagerly (no statistics yet) is
-    written besides, not instead of, them: the query computes it anyway."""
+    written besides, not instead of, them: the query computes it anyway. Then, with
+    ``base_share``, the shared base under each measured one (``shared_bases``)."""
     result_verdict = verdicts.get(result.path)
     eager = (
         result.path not in facts.reused
@@ -559,10 +570,12 @@ def _best_per_branch(
             return Candidate(key, (), None)
         kids = tuple(candidate(c) for c in node.children)
         score = None if eager and key == result.path else verdicts[key].score
-        return Candidate(key, kids, score)
+        return Candidate(key, kids, score, node.op == "Join")
 
-    chosen = set(best_per_branch(candidate(tree)))
-    return chosen | {result.path} if eager else chosen
+    root = candidate(tree)
+    chosen = set(best_per_branch(root))
+    bases = set(shared_bases(root, chosen, base_share)) if base_share > 0 else set()
+    return (chosen | {result.path} if eager else chosen), bases
 
 
 def _final(

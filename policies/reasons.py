@@ -31,6 +31,11 @@ TEMPLATE_REPEATS = (
 REASONS: Mapping[str, str] = {
     # cached
     "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
+    "shared_base": (
+        "benefit {benefit:.3g}, the lowest operator below a join under one cached for a "
+        "larger benefit on its branch that keeps base_share of it: what a query changed "
+        "higher up still shares"
+    ),
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
     "eager_result": (
         "a first-seen query's result, cached eagerly: the {expected_repeats:.2f} repeats "

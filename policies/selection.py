@@ -9,7 +9,7 @@ saves more of the query).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -21,6 +21,9 @@ class Candidate:
     children: tuple[Candidate, ...]
     #: None: not eligible at all. Otherwise a sortable score, higher is better.
     score: tuple[float, ...] | None
+    #: Whether the operator joins inputs (what a variant changing a query higher up leaves
+    #: below it).
+    joins: bool = False
 
 
 #: A copy of one table that keeps at least this share of the table's rows is not cached:
@@ -68,6 +71,36 @@ def best_per_branch(root: Candidate) -> list[str]:
 
     visit(root, None)
     return list(chosen)
+
+
+def _benefit(score: tuple[float, ...] | None) -> float | None:
+    """The measured benefit a score holds (None: not eligible, or not measured)."""
+    return score[1] if score is not None and score[0] == 0.0 else None
+
+
+def shared_bases(root: Candidate, chosen: Collection[str], share: float) -> list[str]:
+    """Under each ``chosen`` operator with a measured benefit, on each of its branches, the
+    lowest operator below one of its joins whose measured benefit is at least ``share`` of
+    the chosen one's (each once): the part of the query a variant that changes it higher
+    up (another filter on a joined table, another join) still shares."""
+    found: dict[str, None] = {}
+
+    def visit(node: Candidate, floor: float | None, past_join: bool, lowest: str | None) -> None:
+        benefit = _benefit(node.score)
+        if node.key in chosen and benefit is not None:
+            floor, past_join, lowest = share * benefit, False, None
+        elif floor is not None and past_join and benefit is not None and benefit >= floor:
+            lowest = node.key
+        past_join = past_join or (floor is not None and node.joins)
+        if not node.children:
+            if lowest is not None:
+                found.setdefault(lowest)
+            return
+        for child in node.children:
+            visit(child, floor, past_join, lowest)
+
+    visit(root, None, False, None)
+    return [key for key in found if key not in chosen]
 
 
 def branches(root: Candidate) -> Sequence[list[str]]:

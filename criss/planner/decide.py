@@ -52,6 +52,7 @@ def caching_rules(session: CrissSession) -> CachingRules:
         eager_parameter_free=options.eager_results and computes_in_action(session),
         expected_parameter_free_reuses=session.learning.expected_parameter_free_reuses,
         new_values_share=session.learning.new_values_share,
+        base_share=options.base_share,
     )
 
 
