@@ -79,28 +79,38 @@ def _benefit(score: tuple[float, ...] | None) -> float | None:
 
 
 def shared_bases(root: Candidate, chosen: Collection[str], share: float) -> list[str]:
-    """Under each ``chosen`` operator with a measured benefit, on each of its branches, the
-    lowest operator below one of its joins whose measured benefit is at least ``share`` of
-    the chosen one's (each once): the part of the query a variant that changes it higher
-    up (another filter on a joined table, another join) still shares."""
+    """Under each ``chosen`` operator with a measured benefit, its shared base: of the
+    operators below one of its joins whose measured benefit is at least ``share`` of its
+    own, the one with the least (the most general part that still keeps that share),
+    which a variant changing the query higher up (another filter on a joined table,
+    another join) still shares."""
     found: dict[str, None] = {}
 
-    def visit(node: Candidate, floor: float | None, past_join: bool, lowest: str | None) -> None:
+    def base_under(top: Candidate, floor: float) -> str | None:
+        best: tuple[float, str] | None = None
+        stack = [(child, top.joins) for child in top.children]
+        while stack:
+            node, past_join = stack.pop()
+            if node.key in chosen:
+                continue  # a base of its own
+            benefit = _benefit(node.score)
+            if past_join and benefit is not None and benefit >= floor:
+                if best is None or benefit < best[0]:
+                    best = (benefit, node.key)
+            stack.extend((child, past_join or node.joins) for child in node.children)
+        return None if best is None else best[1]
+
+    def visit(node: Candidate) -> None:
         benefit = _benefit(node.score)
         if node.key in chosen and benefit is not None:
-            floor, past_join, lowest = share * benefit, False, None
-        elif floor is not None and past_join and benefit is not None and benefit >= floor:
-            lowest = node.key
-        past_join = past_join or (floor is not None and node.joins)
-        if not node.children:
-            if lowest is not None:
-                found.setdefault(lowest)
-            return
+            base = base_under(node, share * benefit)
+            if base is not None:
+                found.setdefault(base)
         for child in node.children:
-            visit(child, floor, past_join, lowest)
+            visit(child)
 
-    visit(root, None, False, None)
-    return [key for key in found if key not in chosen]
+    visit(root)
+    return list(found)
 
 
 def branches(root: Candidate) -> Sequence[list[str]]:
