@@ -8,15 +8,13 @@ in :mod:`criss.planner`; this module holds what outlives one query.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 import time
 import warnings
 import weakref
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Collection
 from typing import TYPE_CHECKING, Any
 
 from criss.ageing import FORGET_EVERY, FORGET_ROUNDS_KEPT, Forgotten, forget_unused
@@ -31,6 +29,7 @@ from criss.bridge import (
     share_stage_code,
 )
 from criss.bridge.handout import names_any, served_dataframe
+from criss.cyclic_gc import cyclic_gc_paused
 from criss.config import CrissOptions
 from criss.errors import SessionClosed, StorageError, UsageError
 from criss.history import COUNTERS, QueryHistory
@@ -590,23 +589,3 @@ def _require_dataframe(df: Any, method: str) -> None:
             f"not a {type(df).__name__} ({str(df)[:60]!r}): "
             f"df = cs.sql(query); print(cs.{method}(df))"
         )
-
-
-@contextmanager
-def cyclic_gc_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block, as it was after it.
-
-    Planning builds a query's plan trees (plain-Python dicts, tuples and frozen nodes,
-    a hundred thousand objects for a TPC-DS query, all freed by reference counting) and
-    each 700 allocations would start a collection that walks the young objects, and now
-    and then the whole heap. Over 117 TPC-DS first sights that was 13 % of the planning
-    (experiments/results/issue22/session47/planning-gc-*.out). Cycles made meanwhile are
-    collected once it is back on.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

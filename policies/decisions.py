@@ -139,9 +139,7 @@ class CachingRules:
     #: Share of the recent queries of a template seen before that came under new values
     #: (what ``expected_parameter_free_reuses`` leans on while its own chances are few).
     new_values_share: float = 0.5
-    #: Under an operator cached for its measured benefit, also the lowest operator below
-    #: one of its joins keeping at least this share of that benefit (0: one per branch).
-    base_share: float = 0.0
+    base_share: float = 0.0  # of its benefit a cached operator's base keeps; 0: no base
 
     @property
     def load_bandwidth(self) -> float:
@@ -226,19 +224,14 @@ def decide_caching(
         )
         for node in _outside(tree, facts.reused)
     }
-    bases: set[tuple[int, ...]] = set()
     if rules.results_only:
-        chosen = _whole_result(result, facts)
+        chosen, bases = _whole_result(result, facts), set()
     else:
         chosen, bases = _best_per_branch(tree, result, verdicts, facts, rules.base_share)
-    decisions = {
-        path: _final(path, verdict, chosen, result.path, rules)
+    return {
+        path: _final(path, verdict, chosen | bases, result.path, rules, path in bases)
         for path, verdict in verdicts.items()
     }
-    for path in bases:
-        found = decisions[path]
-        decisions[path] = Decision(CACHE, "shared_base", found.numbers, found.source)
-    return decisions
 
 
 def action_returns_whole(root: PlanNode, result: PlanNode) -> bool:
@@ -553,9 +546,8 @@ def _best_per_branch(
     facts: QueryFacts,
     base_share: float = 0.0,
 ) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
-    """The best operator of every branch; a result cached eagerly (no statistics yet) is
-    written besides, not instead of, them: the query computes it anyway. Then, with
-    ``base_share``, the shared base under each measured one (``shared_bases``)."""
+    """The best operator of every branch (a result cached eagerly, with no statistics yet,
+    besides them: the query computes it anyway), then their ``shared_bases``."""
     result_verdict = verdicts.get(result.path)
     eager = (
         result.path not in facts.reused
@@ -584,11 +576,13 @@ def _final(
     chosen: set[tuple[int, ...]],
     result_path: tuple[int, ...],
     rules: CachingRules,
+    based: bool = False,
 ) -> Decision:
     decision = verdict.decision
     if path in chosen:
-        if rules.results_only:
-            return Decision(CACHE, "whole_result", decision.numbers, decision.source)
+        if rules.results_only or based:
+            reason = "shared_base" if based else "whole_result"
+            return Decision(CACHE, reason, decision.numbers, decision.source)
         return decision
     if decision.action != CACHE:
         return decision
