@@ -29,8 +29,8 @@ from criss.bridge import (
     share_stage_code,
 )
 from criss.bridge.handout import names_any, served_dataframe
-from criss.cyclic_gc import cyclic_gc_paused
 from criss.config import CrissOptions
+from criss.cyclic_gc import cyclic_gc_paused
 from criss.errors import SessionClosed, StorageError, UsageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
