@@ -208,6 +208,10 @@ class CrissOptions:
     #: returned DataFrame is the plain one (``criss explain`` uses this).
     dry_run: bool = False
 
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.base_share <= 1.0:
+            raise ConfigError(f"base_share must be between 0 and 1 (0: off), got {self.base_share}")
+
     @classmethod
     def resolve(cls, spark_conf: Mapping[str, str] | None = None, **overrides: Any) -> CrissOptions:
         """Options from keyword arguments, then SparkConf ``spark.criss.*``, then defaults.
@@ -260,19 +264,13 @@ class CrissOptions:
                 raise ConfigError(f"min_ref must be >= 1, got {out['min_ref']}")
         if "min_texec" in out:
             out["min_texec"] = float(out["min_texec"])
-        if "base_share" in out:
-            out["base_share"] = _as_float(out["base_share"], "base_share")
-            if not 0.0 <= out["base_share"] <= 1.0:
-                raise ConfigError(
-                    f"base_share must be between 0 and 1 (0: off), got {out['base_share']}"
-                )
         if "catalog_timeout" in out:
             out["catalog_timeout"] = float(out["catalog_timeout"])
         if "forget_after" in out:
             out["forget_after"] = parse_seconds(out["forget_after"], "forget_after")
         if out.get("disk_uri"):
             out["disk_uri"] = check_uri(str(out["disk_uri"]), "disk_uri")
-        for name in ("range_join_min_seconds", "range_join_min_ratio"):
+        for name in ("range_join_min_seconds", "range_join_min_ratio", "base_share"):
             if name in out:
                 out[name] = _as_float(out[name], name)
         for name in ("range_join_index_max_rows", "range_join_index_max_bytes"):

@@ -208,3 +208,13 @@ def test_every_option_is_documented_in_the_readme():
 
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
     assert not [name for name in option_names() if f"`{name}`" not in readme]
+
+
+def test_base_share_is_a_share():
+    assert CrissOptions.resolve(None, base_share="0.5").base_share == 0.5
+    assert CrissOptions.resolve({"spark.criss.base.share": "0.25"}).base_share == 0.25
+    for bad in ("1.5", "-0.1"):
+        with pytest.raises(ConfigError, match=r"base_share must be between 0 and 1"):
+            CrissOptions.resolve(None, base_share=bad)
+    with pytest.raises(ConfigError, match=r"base_share='half' is not a number"):
+        CrissOptions.resolve(None, base_share="half")
