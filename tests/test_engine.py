@@ -66,6 +66,32 @@ def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
             assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
 
 
+@pytest.mark.parametrize("base_share", [0.0, 0.5], ids=["one-per-branch", "with-bases"])
+def test_a_shared_base_serves_the_variant_that_changes_the_query_above_it(
+    tpch, tmp_path, base_share
+):
+    """Q21's v30 filters the supplier scan, so the operator v60 cached for the largest
+    benefit on its branch (over the supplier join) does not recur; with ``base_share``
+    v60 also cached the late-lineitem semi/anti joins under that join, and v30 reads
+    them. Rows equal plain Spark's either way."""
+    cs = criss.session(tpch, home=str(tmp_path / "home"), min_texec=0, base_share=base_share)
+    reused = {}
+    for variant in ("orig", "v60", "v30"):
+        sql = queries.statement(21, variant, sf=0.01).sql
+        df = cs.sql(sql)
+        assert_same_rows(df.collect(), tpch_plain(tpch, sql))
+        summary = cs.last_query_summary()
+        assert summary.get("fallback") is None, cs.explain(df)
+        reused[variant] = [
+            o.op for o in cs.record(df).operators if o.decision.reason == "cached_entry"
+        ]
+        if variant == "v60":
+            bases = [o for o in cs.record(df).operators if o.decision.reason == "shared_base"]
+            assert len(bases) == (1 if base_share else 0), cs.explain(df)
+    assert reused["v30"] == (["Join"] if base_share else []), reused
+    cs.close()
+
+
 def test_the_record_says_where_planning_time_went_phase_by_phase(tpch, cs):
     sql = queries.statement(3, sf=0.01).sql
     first = cs.sql(sql)
