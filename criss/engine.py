@@ -309,7 +309,7 @@ class CrissSession:
         """The last query's counters and times. With ``settle``, what its action (if it ran)
         wrote through is committed and counted first."""
         with self._lock:
-            if settle and not self._closed:
+            if settle:
                 self.settle_harvests()
             return {} if self._last is None else self._last.summary()
 

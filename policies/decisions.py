@@ -229,7 +229,7 @@ def decide_caching(
     else:
         chosen, bases = _best_per_branch(tree, result, verdicts, facts, rules.base_share)
     return {
-        path: _final(path, verdict, chosen | bases, result.path, rules, path in bases)
+        path: _final(path, verdict, chosen, result.path, rules, path in bases)
         for path, verdict in verdicts.items()
     }
 
@@ -546,8 +546,8 @@ def _best_per_branch(
     facts: QueryFacts,
     base_share: float = 0.0,
 ) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
-    """The best operator of every branch (a result cached eagerly, with no statistics yet,
-    besides them: the query computes it anyway), then their ``shared_bases``."""
+    """Every operator to cache, and which of them are ``shared_bases``: the best of each
+    branch, their bases, and a result cached eagerly (no statistics yet) besides them."""
     result_verdict = verdicts.get(result.path)
     eager = (
         result.path not in facts.reused
@@ -567,7 +567,7 @@ def _best_per_branch(
     root = candidate(tree)
     chosen = set(best_per_branch(root))
     bases = set(shared_bases(root, chosen, base_share)) if base_share > 0 else set()
-    return (chosen | {result.path} if eager else chosen), bases
+    return chosen | bases | ({result.path} if eager else set()), bases
 
 
 def _final(

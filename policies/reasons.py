@@ -32,9 +32,9 @@ REASONS: Mapping[str, str] = {
     # cached
     "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
     "shared_base": (
-        "benefit {benefit:.3g}, the lowest operator below a join under one cached for a "
-        "larger benefit on its branch that keeps base_share of it: what a query changed "
-        "higher up still shares"
+        "benefit {benefit:.3g}: of the operators below a join under one cached for a "
+        "larger benefit on its branch that keep base_share of it, the one keeping the "
+        "least: what a query changed higher up still shares"
     ),
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
     "eager_result": (

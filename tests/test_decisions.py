@@ -446,10 +446,10 @@ def _chain() -> PlanNode:
 
 
 def test_a_shared_base_is_cached_under_the_best_operator_of_its_branch_when_asked():
-    """One operator per branch by default (the paper's rule); with ``base_share`` also the
-    lowest operator below a join under it keeping that share of its benefit: the semi/anti
-    joins (5.4 s of 7.4 s), not the join right under the best one, nor a cheap supplier
-    filter below the share."""
+    """One operator per branch by default (the paper's rule); with ``base_share`` also, of
+    the operators below a join under it keeping that share of its benefit, the one keeping
+    the least: the semi/anti joins (5.4 s of 7.4 s), not the join right under the best
+    one, nor a cheap supplier filter below the share."""
     stats = {
         "proj": _stats("proj", 2, texec=7.4, size=700_000),
         "with_orders": _stats("with_orders", 2, texec=7.4, size=1_100_000),
@@ -464,7 +464,7 @@ def test_a_shared_base_is_cached_under_the_best_operator_of_its_branch_when_aske
     based = decide_caching(_chain(), facts, _rules(base_share=0.5))
     cached = {p: d.reason for p, d in based.items() if d.action == CACHE}
     assert cached == {(): "largest_benefit", (0, 0, 1): "shared_base"}
-    assert "lowest operator below a join" in describe(based[(0, 0, 1)])
+    assert "the one keeping the least" in describe(based[(0, 0, 1)])
     # a share the semi/anti joins do not keep: nothing below the best one
     strict = decide_caching(_chain(), facts, _rules(base_share=0.9))
     assert [p for p, d in strict.items() if d.action == CACHE] == [()]
