@@ -29,7 +29,11 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.session.timeZone": "UTC",
     "spark.driver.memory": "6g",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
-    "spark.driver.extraJavaOptions": "-XX:+UseG1GC",
+    # Spark's 64 MB Tungsten pages are humongous objects to G1, and each may start a
+    # concurrent mark that takes one of two cores from the query: side by side at SF 1
+    # (experiments/results/issue22/session61/) plain Spark ran 0.888x as long under the
+    # throughput collector, and four identical applications spread 3.6 % instead of 11 %
+    "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
 
