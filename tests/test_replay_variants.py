@@ -125,6 +125,8 @@ def test_each_mode_plays_in_spark_applications_of_its_own(tpch_dir, tmp_path, sp
     assert all("criss" not in q for q in result["modes"]["spark#2"]["queries"])
     assert result["machine"]["master"] == "local[2]"
     assert result["spark_conf"]["spark.sql.shuffle.partitions"] == "4"
+    # and the collector each driver ran (criss.sparksession.LOCAL_DEFAULTS)
+    assert "-XX:+UseParallelGC" in result["spark_conf"]["spark.driver.extraJavaOptions"].split()
     assert len(seen) == 16  # every timed statement reported as it ran
     distinct = len({item.sql for item in config.stream_queries()})
     # one progress over every application's warm-up, each running every distinct statement:
