@@ -3,7 +3,7 @@
 For every operator cached as a ``shared_base`` in a replay's home: its reference count and
 the count of the cached operator above it at that query, whether its template or the one
 above had been seen under other literals before, and which later queries read it. Reads the
-decisions each query recorded (``catalog.db``'s ``queries`` table).
+decisions each query recorded, through the home's query log (``criss.history``).
 
     python base_evidence.py HOME
 """
@@ -13,15 +13,19 @@ from __future__ import annotations
 import json
 import sqlite3
 import sys
-import zlib
+
+from criss.history import QueryHistory
 
 
 def main(home: str) -> None:
-    db = sqlite3.connect(f"{home}/catalog.db")
+    log = QueryHistory.read_only(f"{home}/catalog.db")
     queries = [
-        (qid, at, json.loads(zlib.decompress(blob)))
-        for qid, at, blob in db.execute("select id, at, decisions from queries order by id")
+        (row["id"], row["at"], json.loads(row["decisions"]))
+        for row in reversed(log.recent(limit=None))
     ]
+    log.close()
+    # the template key is the QTree's column, not one of its NodeStats
+    db = sqlite3.connect(f"{home}/catalog.db")
     template = dict(db.execute("select fingerprint, template_key from nodes"))
     first_seen = dict(db.execute("select fingerprint, first_seen from nodes"))
     read_at: dict[str, list[int]] = {}
