@@ -32,7 +32,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # Spark's 64 MB Tungsten pages are humongous objects to G1, and each may start a
     # concurrent mark that takes one of two cores from the query: side by side at SF 1
     # (experiments/results/issue22/session61/) plain Spark ran 0.888x as long under the
-    # throughput collector, and four identical applications spread 3.6 % instead of 11 %
+    # throughput collector; four identical applications spread 4.6 % under it (2.1 % with
+    # a fixed heap, -Xms at the driver's memory) against 11 % under G1 (session62/)
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
