@@ -3,15 +3,19 @@ same positions. Default: the first occurrences where Criss reused, rolled up and
 nothing, per replay file, per template over all files, then all together. With
 ``--by-work``: every first occurrence of each file, grouped by whether Criss reused
 anything there, else by how many operators it cached and whether it lifted an aggregate or
-measured join keys after the action. From the repository root:
+measured join keys after the action. Session 37's ``first_occurrences_pooled`` pools every
+first occurrence, reuse included, with an interval. From the repository root:
 
-    python first_sights_pooled.py [--by-work] RESULTS.json [RESULTS.json ...]
+    python -m experiments.results.issue22.session62.probes.first_sights_pooled \
+        [--by-work] RESULTS.json [RESULTS.json ...]
 """
 
 import collections
 import json
 import statistics
 import sys
+
+from experiments.summary import first_positions, statement_keys
 
 REUSE = ("operators_reused", "rewrites_filter_subsumption", "rewrites_aggregate_rollup")
 
@@ -20,15 +24,17 @@ def first_occurrences(path):
     """(plain record, Criss record, Criss's counters) at each statement's first position."""
     data = json.load(open(path))
     plain, criss = data["modes"]["spark"]["queries"], data["modes"]["criss"]["queries"]
-    seen = set()
-    for s, c in zip(plain, criss, strict=True):
-        if s["statement"] not in seen:
-            seen.add(s["statement"])
-            yield s, c, c.get("criss") or {}
+    for position in first_positions(statement_keys(data)):
+        yield plain[position], criss[position], criss[position].get("criss") or {}
+
+
+def reused(counters):
+    """Whether Criss served anything of the statement from its cache."""
+    return any(counters.get(k) for k in REUSE)
 
 
 def work_done(counters):
-    if any(counters.get(k) for k in REUSE):
+    if reused(counters):
         return "reused"
     key = f"cached {counters.get('operators_cached') or 0}"
     key += " +lift" if counters.get("aggregates_lifted") else ""
@@ -56,7 +62,7 @@ def pooled(paths):
     for path in paths:
         pairs = []
         for s, c, counters in first_occurrences(path):
-            if not any(counters.get(k) for k in REUSE):
+            if not reused(counters):
                 pairs.append((s["seconds"], c["seconds"]))
                 by_template[s["query"]].append(pairs[-1])
         p, c = sum(a for a, _ in pairs), sum(b for _, b in pairs)
