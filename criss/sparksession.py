@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from criss.errors import EnvironmentProblem
+from criss.errors import ConfigError, EnvironmentProblem
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -33,9 +33,54 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # concurrent mark that takes one of two cores from the query: side by side at SF 1
     # (experiments/results/issue22/session61/) plain Spark ran 0.888x as long under the
     # throughput collector; four identical applications spread 4.6 % under it (2.1 % with
-    # a fixed heap, -Xms at the driver's memory) against 11 % under G1 (session62/)
+    # a fixed heap, -Xms at the driver's memory) against 11 % under G1 (session62/);
+    # local_spark fixes the heap unless the caller passes Java options of its own
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
+
+#: PYSPARK_SUBMIT_ARGS come after the builder's settings on spark-submit's command line,
+#: so any of these there decides the driver's heap or options instead of ``settings``.
+_SUBMIT_ARGS_THAT_SET_THE_HEAP = (
+    "--driver-memory",
+    "spark.driver.memory",
+    "--driver-java-options",
+    "spark.driver.extraJavaOptions",
+)
+
+
+def driver_memory_bytes(setting: str) -> int | None:
+    """Bytes of a ``spark.driver.memory`` setting such as ``6g``, ``512m`` or ``4096`` (a
+    bare number is MiB, as Spark reads it); None for one of another form (Spark judges it)."""
+    from criss.config import parse_bytes
+
+    text = setting.strip()
+    try:
+        return parse_bytes(f"{text}m" if text.isdigit() else text, "spark.driver.memory")
+    except ConfigError:
+        return None
+
+
+def with_fixed_heap(settings: Mapping[str, str], caller: Mapping[str, str]) -> dict[str, str]:
+    """``settings`` with the driver's initial heap (``-Xms``) at its maximum, the driver
+    memory, unless the ``caller`` set the driver's Java options itself.
+
+    A heap that sizes itself resizes at different moments run after run: four identical
+    applications spread 4.6 % with it and 2.1 % with the heap fixed, for the same total
+    time (experiments/results/issue22/session62/). ``-Xms`` follows the driver memory
+    wherever it was set, since one larger than ``-Xmx`` stops the JVM at start.
+    """
+    fixed = dict(settings)
+    submit_args = os.environ.get("PYSPARK_SUBMIT_ARGS", "")
+    heap = driver_memory_bytes(fixed.get("spark.driver.memory", ""))
+    if (
+        "spark.driver.extraJavaOptions" in caller
+        or heap is None
+        or any(arg in submit_args for arg in _SUBMIT_ARGS_THAT_SET_THE_HEAP)
+    ):
+        return fixed
+    options = fixed.get("spark.driver.extraJavaOptions", "")
+    fixed["spark.driver.extraJavaOptions"] = f"{options} -Xms{heap // 2**20}m".strip()
+    return fixed
 
 
 def java_major_version() -> int | None:
@@ -96,6 +141,7 @@ def local_spark(
     if coalesce_partitions is not None:
         settings["spark.sql.adaptive.coalescePartitions.enabled"] = str(coalesce_partitions).lower()
     settings.update(conf or {})
+    settings = with_fixed_heap(settings, conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

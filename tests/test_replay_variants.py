@@ -100,7 +100,11 @@ def test_each_mode_plays_in_spark_applications_of_its_own(tpch_dir, tmp_path, sp
         data_dir=tpch_dir,
         warmup=True,
         isolation="application",
-        spark_conf={"spark.sql.shuffle.partitions": "4", "spark.criss.min.texec": "0"},
+        spark_conf={
+            "spark.sql.shuffle.partitions": "4",
+            "spark.criss.min.texec": "0",
+            "spark.driver.memory": "1g",  # four JVMs live at once beside the suite's own
+        },
         replicas=2,
     )
     assert config.modes == ("spark", "criss", "spark#2", "criss#2")
@@ -126,7 +130,9 @@ def test_each_mode_plays_in_spark_applications_of_its_own(tpch_dir, tmp_path, sp
     assert result["machine"]["master"] == "local[2]"
     assert result["spark_conf"]["spark.sql.shuffle.partitions"] == "4"
     # and the collector each driver ran (criss.sparksession.LOCAL_DEFAULTS)
-    assert "-XX:+UseParallelGC" in result["spark_conf"]["spark.driver.extraJavaOptions"].split()
+    # with its heap fixed at the driver memory the replay set, not at the default's 6g
+    options = result["spark_conf"]["spark.driver.extraJavaOptions"].split()
+    assert "-XX:+UseParallelGC" in options and "-Xms1024m" in options, options
     assert len(seen) == 16  # every timed statement reported as it ran
     distinct = len({item.sql for item in config.stream_queries()})
     # one progress over every application's warm-up, each running every distinct statement:

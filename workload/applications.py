@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from criss.errors import ConfigError, WorkloadError
+from criss.errors import WorkloadError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -49,11 +49,11 @@ def side_by_side_memory(config: ReplayConfig) -> tuple[str, int | None, int]:
     """Each application's driver heap setting, the bytes of heap the replay's applications
     may take together (each mode's runs for the whole replay; None for a setting this does
     not read, which Spark then judges), and this machine's memory."""
-    from criss.sparksession import LOCAL_DEFAULTS
+    from criss.sparksession import LOCAL_DEFAULTS, driver_memory_bytes
 
     heap = config.spark_conf.get("spark.driver.memory", LOCAL_DEFAULTS["spark.driver.memory"])
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    each = _bytes_of(heap)
+    each = driver_memory_bytes(heap)
     return heap, None if each is None else len(config.modes) * each, physical
 
 
@@ -69,18 +69,6 @@ def memory_advice(config: ReplayConfig) -> str | None:
         f"{physical / 2**30:.0f} GB: the kernel kills one when their heaps fill up; lower "
         "--replicas or pass --conf spark.driver.memory=<smaller>"
     )
-
-
-def _bytes_of(size: str) -> int | None:
-    """Bytes of a driver memory setting such as ``6g``, ``512m`` or ``4096`` (a bare number
-    is MiB, as Spark reads this setting), None for one of another form (Spark judges it)."""
-    from criss.config import parse_bytes
-
-    text = size.strip()
-    try:
-        return parse_bytes(f"{text}m" if text.isdigit() else text, "spark.driver.memory")
-    except ConfigError:
-        return None
 
 
 def resolve_isolation(isolation: str, master: str) -> str:
