@@ -309,19 +309,21 @@ class QTree:
             return None
         return TemplateRecurrence(row["queries"], row["repeats"])
 
-    def parameter_recurrence(self, excluded: Collection[str] = ()) -> tuple[int, int]:
+    def parameter_recurrence(
+        self, excluded: Collection[str] = (), level: int = 2
+    ) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under
-        k >= 2 values was seen under a (k+1)th, times one reached k >= 2 values), summed
-        over the aggregates' subsumption keys. ``excluded``: operators that are no query's
-        own (lifted results share their template's key)."""
+        k >= ``level`` values was seen under a (k+1)th, times one reached k >= ``level``
+        values), summed over the aggregates' subsumption keys. ``excluded``: operators that
+        are no query's own (lifted results share their template's key)."""
         rows = self._rows(
             "select subsume_key, fingerprint from nodes "
             "where op = 'Aggregate' and subsume_key is not null"
         )
         values = Counter(r["subsume_key"] for r in rows if r["fingerprint"] not in excluded)
         return (
-            sum(max(n - 2, 0) for n in values.values()),
-            sum(max(n - 1, 0) for n in values.values()),
+            sum(max(n - level, 0) for n in values.values()),
+            sum(max(n - level + 1, 0) for n in values.values()),
         )
 
     def usage(self, fingerprints: Iterable[str]) -> dict[str, tuple[int, float]]:

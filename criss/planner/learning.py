@@ -202,12 +202,17 @@ class Learning:
         measured = self.qtree.meta("lift_rows_overhead") is not None
         return overhead, "rows" if measured else "rows_estimate"
 
-    def expected_parameter_values(self) -> float:
-        """New parameter values an aggregate seen under two or more can expect: how often
-        one was seen under yet another, over the home's aggregates (one in two assumed
-        before any was counted, as for repeats)."""
-        continued, reached = self.qtree.parameter_recurrence(self.lifted_results())
-        return expected_more((continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES))
+    def expected_parameter_values(self, level: int = 2) -> float:
+        """New values an aggregate seen under ``level`` >= 2 can expect: how often one seen
+        under two or more (past two: ``level`` or more, the former share as two more) was
+        seen under yet another, over the home's aggregates: a few variants stop, drift not."""
+        lifted = self.lifted_results()
+        continued, reached = self.qtree.parameter_recurrence(lifted)
+        share = (continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES)
+        if level > 2:
+            continued, reached = self.qtree.parameter_recurrence(lifted, level)
+            share = (continued + _PRIOR_QUERIES * share) / (reached + _PRIOR_QUERIES)
+        return expected_more(share)
 
     def lifted_results(self) -> dict[str, dict[str, Any]]:
         return dict(self.qtree.meta(LIFTED_RESULTS) or {})

@@ -266,7 +266,7 @@ def _weigh(
         LiftFacts(
             texec=sum(texecs) / len(texecs),
             parameter_values=len(siblings),
-            expected_values=learning.expected_parameter_values(),
+            expected_values=learning.expected_parameter_values(level=len(siblings) + 1),
             cost_ratio=ratio,
             cost_source=source,
             lifted_bytes=_lifted_bytes(work, node, sites, lifted_rows),
