@@ -222,7 +222,9 @@ def _replay_spark(config: Any, console: Any | None) -> Any:
         return None
     if console is not None:
         console.print(f"starting Spark ({config.master}) ...")
-    return local_spark("criss-replay", master=config.master, conf=config.spark_conf)
+    return local_spark(
+        "criss-replay", master=config.master, conf=config.spark_conf, fixed_heap=True
+    )
 
 
 def _home_option(func):

@@ -33,8 +33,8 @@ LOCAL_DEFAULTS: dict[str, str] = {
     # concurrent mark that takes one of two cores from the query: side by side at SF 1
     # (experiments/results/issue22/session61/) plain Spark ran 0.888x as long under the
     # throughput collector; four identical applications spread 4.6 % under it (2.1 % with
-    # a fixed heap, -Xms at the driver's memory) against 11 % under G1 (session62/);
-    # local_spark fixes the heap unless the caller passes Java options of its own
+    # a fixed heap, -Xms at the driver's memory: local_spark's fixed_heap, which replays
+    # use) against 11 % under G1 (session62/)
     "spark.driver.extraJavaOptions": "-XX:+UseParallelGC",
 }
 
@@ -125,8 +125,14 @@ def local_spark(
     conf: Mapping[str, str] | None = None,
     *,
     coalesce_partitions: bool | None = None,
+    fixed_heap: bool = False,
 ) -> SparkSession:
     """Build (or get) a local SparkSession with fast defaults, overridden by ``conf``.
+
+    ``fixed_heap``: the driver's heap at its full size from the start (:func:`with_fixed_heap`),
+    for replays, whose timings it steadies. A fixed 6 GB heap fills its 2 GB young
+    generation before its first collection, so many applications at once (the test suite's)
+    take more memory with it: 22.5 of this machine's 23 GB at the suite's peak.
 
     >>> spark = local_spark(conf={"spark.sql.shuffle.partitions": "4"})  # doctest: +SKIP
     """
@@ -141,7 +147,8 @@ def local_spark(
     if coalesce_partitions is not None:
         settings["spark.sql.adaptive.coalescePartitions.enabled"] = str(coalesce_partitions).lower()
     settings.update(conf or {})
-    settings = with_fixed_heap(settings, conf or {})
+    if fixed_heap:
+        settings = with_fixed_heap(settings, conf or {})
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in settings.items():
         builder = builder.config(key, value)

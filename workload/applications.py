@@ -221,7 +221,9 @@ def _serve(
 
     player: SessionPlayer | None = None
     try:
-        spark = local_spark(f"criss-replay-{mode}", master=config.master, conf=config.spark_conf)
+        spark = local_spark(
+            f"criss-replay-{mode}", master=config.master, conf=config.spark_conf, fixed_heap=True
+        )
         parquet_data(config.benchmark).register_views(spark, data_dir)
     except BaseException as exc:  # reported to the parent, which names the mode
         _reply_error(conn, exc)
