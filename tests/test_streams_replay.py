@@ -254,12 +254,17 @@ def test_cli_replay_both_modes_end_to_end(tpch_dir, tmp_path):
         "--warmup",
         "--variant",
         "disk:media=disk,codec_rate=20m",
+        # three applications live at once beside the suite's: each heap fixed at 1 GB
+        "--conf",
+        "spark.driver.memory=1g",
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["queries"] == 2 and len(result["modes"]["spark"]["queries"]) == 2
     assert result["warmup"] is True
+    # a replay's applications run with their heap fixed at the driver memory it set
+    assert "-Xms1024m" in result["spark_conf"]["spark.driver.extraJavaOptions"].split()
     # each Criss mode's own warm-up ran with its options, outside the timed stream
     assert result["warmup_seconds"]["criss-disk"]["criss"]["operators_reused"] >= 1
     # a Criss configuration named on the command line ran side by side with Spark
