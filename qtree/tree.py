@@ -310,15 +310,16 @@ class QTree:
         return TemplateRecurrence(row["queries"], row["repeats"])
 
     def parameter_recurrence(
-        self, excluded: Collection[str] = (), level: int = 2
+        self, excluded: Collection[str] = (), level: int = 2, besides: str | None = None
     ) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under
         k >= ``level`` values was seen under a (k+1)th, times one reached k >= ``level``
-        values), summed over the aggregates' subsumption keys. ``excluded``: operators that
-        are no query's own (lifted results share their template's key)."""
+        values), summed over the aggregates' subsumption keys but ``besides``. ``excluded``:
+        operators that are no query's own (lifted results share their template's key)."""
         rows = self._rows(
             "select subsume_key, fingerprint from nodes "
-            "where op = 'Aggregate' and subsume_key is not null"
+            "where op = 'Aggregate' and subsume_key is not null and subsume_key is not ?",
+            [besides],
         )
         values = Counter(r["subsume_key"] for r in rows if r["fingerprint"] not in excluded)
         return (

@@ -41,6 +41,11 @@ def test_templates_that_stop_at_three_values_expect_no_fourth(qtree):
     assert qtree.parameter_recurrence(level=3) == (0, 5)
     # at the third, the five templates that reached three values say a fourth is rare
     assert learning.expected_parameter_values(3) < 0.3
+    # a template asking at its third value has had no chance at a fourth: it does not count
+    assert qtree.parameter_recurrence(level=3, besides="aggregate:a") == (0, 4)
+    assert learning.expected_parameter_values(
+        3, "aggregate:a"
+    ) > learning.expected_parameter_values(3)
 
 
 def test_templates_whose_values_drift_expect_more_at_every_level(qtree):
