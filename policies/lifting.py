@@ -12,7 +12,8 @@ to come gain (an exact repeat is served by the query's own cached result, lifted
     gain = expected_values × (Texec − read) − (cost_ratio − 1) × Texec − write
 
 ``expected_values`` is measured over the home's aggregates (how often one seen under two or
-more parameter values was seen under yet another); ``cost_ratio`` from the rows its
+more parameter values was seen under yet another; at a template's k-th value, k >= 3, how
+often one seen under k or more was); ``cost_ratio`` from the rows its
 operators take in with and without the lifted conditions, and what the lifts so far
 measured (:func:`lift_cost_ratio`).
 
