@@ -313,15 +313,17 @@ class QTree:
         self, excluded: Collection[str] = (), level: int = 2, besides: str | None = None
     ) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under
-        k >= ``level`` values was seen under a (k+1)th, times one reached k >= ``level``
-        values), summed over the aggregates' subsumption keys but ``besides``. ``excluded``:
-        operators that are no query's own (lifted results share their template's key)."""
+        k >= ``level`` values was seen under a (k+1)th, times one reached k >= ``level``),
+        summed over subsumption keys (TPC-H templates summing lineitem share one) or, given
+        ``besides``, over templates but ``besides``'s. ``excluded``: no query's own."""
+        group = "subsume_key" if besides is None else "coalesce(template_key, subsume_key)"
         rows = self._rows(
-            "select subsume_key, fingerprint from nodes "
-            "where op = 'Aggregate' and subsume_key is not null and subsume_key is not ?",
+            f"select {group} as kind, fingerprint from nodes "
+            "where op = 'Aggregate' and subsume_key is not null "
+            f"and {group} is not (select {group} from nodes where fingerprint = ?)",
             [besides],
         )
-        values = Counter(r["subsume_key"] for r in rows if r["fingerprint"] not in excluded)
+        values = Counter(r["kind"] for r in rows if r["fingerprint"] not in excluded)
         return (
             sum(max(n - level, 0) for n in values.values()),
             sum(max(n - level + 1, 0) for n in values.values()),

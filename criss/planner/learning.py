@@ -202,15 +202,15 @@ class Learning:
         measured = self.qtree.meta("lift_rows_overhead") is not None
         return overhead, "rows" if measured else "rows_estimate"
 
-    def expected_parameter_values(self, level: int = 2, template: str | None = None) -> float:
-        """New values an aggregate seen under ``level`` >= 2 can expect: how often one seen
-        under two or more (past two: ``level`` or more but its ``template``, which has had
-        no chance to go on, the former share as two more) was seen under yet another."""
+    def expected_parameter_values(self, level: int = 2, asking: str | None = None) -> float:
+        """New values ``asking``, seen under ``level`` >= 2, can expect: how often one seen
+        under two or more saw another (by subsumption key, one in two assumed besides); past
+        two, how often one of another template under ``level`` or more did (that as two more)."""
         lifted = self.lifted_results()
         continued, reached = self.qtree.parameter_recurrence(lifted)
         share = (continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES)
         if level > 2:
-            continued, reached = self.qtree.parameter_recurrence(lifted, level, template)
+            continued, reached = self.qtree.parameter_recurrence(lifted, level, asking or "")
             share = (continued + _PRIOR_QUERIES * share) / (reached + _PRIOR_QUERIES)
         return expected_more(share)
 

@@ -143,7 +143,7 @@ def _lift_one(
         return None
     refusal = LIFT_REFUSED + aggregate_identity(key, shape)
     try:
-        decision = _weigh(work, node, keyed, columns, served_below, siblings, refusal, rules)
+        decision = _weigh(work, node, shape, columns, served_below, siblings, refusal, rules)
     except Exception as exc:  # any type: weighing it is Criss's own; the query runs unlifted
         log.info("aggregate %s not weighed for lifting: %s", node.fingerprint[:12], exc)
         return None
@@ -224,17 +224,16 @@ def serve_from_finer(
 def _weigh(
     work: Workspace,
     node: PlanNode,
-    keyed: tuple[str, Shape],
+    shape: Shape,
     columns: tuple[str, ...],
     served_below: list[tuple[int, ...]],
     siblings: list[str],
     refusal: str,
     rules: CachingRules,
 ) -> Decision:
-    """Whether lifting ``node`` (``keyed``: its subsumption key and shape) over ``columns``
-    pays, from what its template measured under the other values (``siblings``) less the
-    subtrees the cache serves under it (``served_below``), and what earlier lifts cost."""
-    key, shape = keyed
+    """Whether lifting ``node`` (of ``shape``) over ``columns`` pays, from what its template
+    measured under the other values (``siblings``) less the subtrees the cache serves under
+    it (``served_below``), and what earlier lifts cost."""
     qtree, learning = work.session.qtree, work.session.learning
     refused = qtree.meta(refusal)
     if refused is not None:
@@ -266,7 +265,7 @@ def _weigh(
         LiftFacts(
             texec=sum(texecs) / len(texecs),
             parameter_values=len(siblings),
-            expected_values=learning.expected_parameter_values(len(siblings) + 1, key),
+            expected_values=learning.expected_parameter_values(len(siblings) + 1, node.fingerprint),
             cost_ratio=ratio,
             cost_source=source,
             lifted_bytes=_lifted_bytes(work, node, sites, lifted_rows),
