@@ -8,7 +8,7 @@ expected values times the decision's Texec. Two estimates at a template's level 
 (below it both are the pooled share the replay used):
 
 - ``level``: of the templates seen under k or more values but this one, how often one went
-  on to another value; the pooled share counts as two more (what `3a460d1` ships);
+  on to another value; the pooled share counts as two more (what `78ada9f` ships);
 - ``censored``: the same, but a template at its latest value counts as having stopped only
   once it came back (under an old value) since: the other way to read a template that has
   not gone on yet (rejected: it expects up to 13 new values on drift, where Q14's lift at
