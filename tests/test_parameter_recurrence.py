@@ -62,3 +62,23 @@ def test_templates_that_share_a_subsumption_key_count_apart_past_two_values(qtre
     assert qtree.parameter_recurrence(level=3, besides=fingerprint("a", 0)) == (0, 2)
     learning = Learning(qtree)
     assert learning.expected_parameter_values(3, fingerprint("a", 0)) < 1.0
+
+
+def test_templates_whose_values_drift_expect_more_at_every_level(qtree):
+    for template in "abcde":
+        seen_under(qtree, template, 8)
+    learning = Learning(qtree)
+    assert qtree.parameter_recurrence(level=3) == (25, 30)
+    assert learning.expected_parameter_values(3) > 3
+    # near the top, the five that reached eight values have had no chance at a ninth yet
+    # and count as stops: still more than one expected
+    assert learning.expected_parameter_values(7) > 1.0
+
+
+def test_above_every_level_seen_the_pooled_share_decides(qtree):
+    seen_under(qtree, "a", 4)
+    learning = Learning(qtree)
+    assert qtree.parameter_recurrence(level=9) == (0, 0)
+    assert learning.expected_parameter_values(9) == pytest.approx(
+        learning.expected_parameter_values(2)
+    )
