@@ -132,7 +132,7 @@ def local_spark(
     ``fixed_heap``: the driver's heap at its full size from the start (:func:`with_fixed_heap`),
     for replays, whose timings it steadies. A fixed 6 GB heap fills its 2 GB young
     generation before its first collection, so many applications at once (the test suite's)
-    take more memory with it: 22.5 of this machine's 23 GB at the suite's peak.
+    take more memory with it: 22.5 of this machine's 23 GB at the suite's peak, 17.6 without.
 
     >>> spark = local_spark(conf={"spark.sql.shuffle.partitions": "4"})  # doctest: +SKIP
     """
