@@ -26,5 +26,8 @@ run drift-sf1-100-seed3 --stream drift --sf 1 --queries 100 --seed 3
 run zipf-sf1-60-seed11 --stream zipf --sf 1 --queries 60 --seed 11
 run no-repeat-sf0.05-40-seed505 --stream no-repeat --sf 0.05 --queries 40 --seed 505
 run random-sf1-60-seed11 --stream random --sf 1 --queries 60 --seed 11
+# after the README test and Random-QS-v seed 1 (readme_test_then_random_v1.sh), on 2a3e525:
+run random-sf1-60-seed7 --stream random --sf 1 --queries 60 --seed 7
+run zipf-sf1-60-seed6 --stream zipf --sf 1 --queries 60 --seed 6
 echo "$(date +%T) queue done" >> /tmp/s63/queue.log
 touch /tmp/s63/queue.done
