@@ -314,9 +314,9 @@ class QTree:
     ) -> tuple[int, int]:
         """How aggregates recur under new parameter values: (times one already seen under
         k >= ``level`` values was seen under a (k+1)th, times one reached k >= ``level``),
-        summed over subsumption keys (TPC-H templates summing lineitem share one) or, given
-        ``besides``, over templates but ``besides``'s. ``excluded``: no query's own."""
-        group = "subsume_key" if besides is None else "coalesce(template_key, subsume_key)"
+        summed over subsumption keys at the second (TPC-H templates summing lineitem share
+        one), past it over templates; but ``besides``'s. ``excluded``: no query's own."""
+        group = "subsume_key" if level <= 2 else "coalesce(template_key, subsume_key)"
         rows = self._rows(
             f"select {group} as kind, fingerprint from nodes "
             "where op = 'Aggregate' and subsume_key is not null "

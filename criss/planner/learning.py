@@ -210,7 +210,7 @@ class Learning:
         continued, reached = self.qtree.parameter_recurrence(lifted)
         share = (continued + _PRIOR_REPEATS) / (reached + _PRIOR_QUERIES)
         if level > 2:
-            continued, reached = self.qtree.parameter_recurrence(lifted, level, asking or "")
+            continued, reached = self.qtree.parameter_recurrence(lifted, level, asking)
             share = (continued + _PRIOR_QUERIES * share) / (reached + _PRIOR_QUERIES)
         return expected_more(share)
 
