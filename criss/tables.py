@@ -1,5 +1,5 @@
-"""Facts about a query's input tables read without Spark: row counts and the bytes of each
-column, from Parquet footers.
+"""Facts about a query's input tables read without Spark: row counts, the bytes of each
+column and each row group's range of a column, from Parquet footers.
 
 A relation's identity (``criss.bridge.file_relation_identity``) lists its files with size
 and modification time, so a footer read once is valid until the file changes; the cache is
@@ -45,6 +45,57 @@ def read_bytes(relation: dict[str, Any] | None, positions: Collection[int]) -> i
             return None
         total += sum(n for name, n in footer[1] if name in wanted)
     return total
+
+
+def column_ranges(
+    relation: dict[str, Any] | None, position: int
+) -> list[tuple[int, Any, Any]] | None:
+    """Each row group of a Parquet relation's files with the rows it holds and the minimum
+    and maximum of the column at ``position`` of the relation's output (footer
+    statistics), or None where any is unknown (another format, a remote file system, a
+    partition column, a file written without statistics)."""
+    if not relation or str(relation.get("format", "")).lower() != "parquet":
+        return None
+    fields = relation.get("fields")
+    if not fields or not 0 <= position < len(fields):
+        return None
+    name = str(fields[position]).lower()
+    groups: list[tuple[int, Any, Any]] = []
+    for path, size, mtime in relation.get("files", ()):
+        found = _column_ranges(path, size, mtime, name)
+        if found is None:
+            return None
+        groups.extend(found)
+    return groups
+
+
+@functools.lru_cache(maxsize=4096)
+def _column_ranges(
+    path: str, size: int, mtime: int, name: str
+) -> tuple[tuple[int, Any, Any], ...] | None:
+    url = urlparse(path)
+    if url.scheme not in ("", "file"):
+        return None
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(unquote(url.path))
+        groups = []
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            chunks = [
+                row_group.column(i)
+                for i in range(row_group.num_columns)
+                if row_group.column(i).path_in_schema.lower() == name
+            ]
+            statistics = chunks[0].statistics if len(chunks) == 1 else None
+            if statistics is None or not statistics.has_min_max:
+                return None
+            groups.append((int(row_group.num_rows), statistics.min, statistics.max))
+    except (OSError, ValueError, pa.ArrowException):
+        return None
+    return tuple(groups)
 
 
 def _footer_rows(path: str, size: int, mtime: int) -> int | None:

@@ -153,12 +153,12 @@ REASONS: Mapping[str, str] = {
     "widen_pays": (
         "widened: {expected_values:.2f} new parameter values expected x (Texec {texec:.3f}s "
         "- {read_seconds:.3f}s to read the copy) gain {gain:.3f}s more than writing it "
-        "({write_seconds:.3f}s for {lifted_rows:,.0f}+ rows) costs"
+        "({write_seconds:.3f}s for ~{lifted_rows:,.0f} rows) costs"
     ),
     "widen_no_gain": (
         "not widened: {expected_values:.2f} new parameter values expected x (Texec "
         "{texec:.3f}s - {read_seconds:.3f}s to read the copy) do not pay for writing it "
-        "({write_seconds:.3f}s for {lifted_rows:,.0f}+ rows): gain {gain:.3f}s"
+        "({write_seconds:.3f}s for ~{lifted_rows:,.0f} rows): gain {gain:.3f}s"
     ),
     "widen_eager": (
         "widened: lift_aggregates=eager (the benefit model would not: gain {gain:.3f}s)"
@@ -168,6 +168,11 @@ REASONS: Mapping[str, str] = {
         "not widened: measured Texec {texec:.3f}s under other values < min_texec {min_texec}s"
     ),
     "widen_refused": "not widened: refused before ({why})",
+    "widen_too_large": (
+        "not widened: the copy would hold ~{rows:,.0f} rows (the conditions it drops keep "
+        "{kept_share:.1%} of the table, by its files' column ranges), more than the "
+        "{max_rows:,} that read back in less than the selection's Texec {texec:.3f}s"
+    ),
 }
 
 

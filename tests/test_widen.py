@@ -174,6 +174,10 @@ def test_a_copy_too_large_to_pay_is_dropped_and_not_tried_again(
     """The copy serves the statement whose action computed it, is then dropped for its
     rows, and no later statement widens the selection again."""
     monkeypatch.setattr(widen, "row_bound", lambda texec, rules, row_bytes: 3)
+    # an estimate that misses: the copy only shows its rows once computed
+    monkeypatch.setattr(
+        widen, "estimated_copy_rows", lambda node, widening, shape, rows: (rows, 1.0)
+    )
     cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
     forced = widen.decide_widening
 
@@ -192,6 +196,38 @@ def test_a_copy_too_large_to_pay_is_dropped_and_not_tried_again(
     assert len(refused) == 1, cs.qtree.meta_items()
     said = cs.explain(cs.sql(_selection("x = 4")))
     assert "not widened: refused before" in said, said
+    cs.close()
+
+
+@pytest.mark.spark
+def test_a_copy_estimated_too_large_is_never_built(spark, drift_table, tmp_path, monkeypatch):
+    """The conditions the copy would drop keep a tenth of ``x``'s range by the file's
+    column statistics: the copy is estimated at ten times the earlier statement's rows,
+    more than may be read back, and is not built (no refusal is stored: the estimate is
+    made again, from footers read once)."""
+    monkeypatch.setattr(widen, "row_bound", lambda texec, rules, row_bytes: 10)
+    forced = widen.decide_widening
+    monkeypatch.setattr(
+        widen,
+        "decide_widening",
+        lambda facts: widen.Decision(widen.CACHE, "widen_pays", forced(facts).numbers),
+    )
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    for low in (1, 5):
+        _through(cs, spark, _selection(f"x between {low} and {low + 1}"))
+    third = _selection("x between 10 and 11")
+    planned = cs.sql(third)
+    assert_same_rows(planned.collect(), spark.sql(third).collect())
+    assert cs.last_query_summary().get("selections_widened", 0) == 0
+    said = cs.explain(planned)
+    assert "not widened: the copy would hold ~" in said, said
+    (weighed,) = [lift for lift in cs.record(planned).lifts if lift["kind"] == "selection"]
+    assert weighed["reason"] == "widen_too_large"
+    numbers = weighed["numbers"]
+    assert numbers["kept_share"] == pytest.approx(2 / 20)  # x between 5 and 6 of 0..19
+    copy = spark.sql("select count(*) from widen_t where h = 'p'").first()[0]
+    assert copy / 2 <= numbers["rows"] <= copy * 2, (numbers, copy)
+    assert not [k for k in cs.qtree.meta_items() if k.startswith(widen.WIDEN_REFUSED)]
     cs.close()
 
 

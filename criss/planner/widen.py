@@ -16,9 +16,12 @@ The benefit model weighs it on the lift's terms (``criss.policies.lifting.decide
 the new parameter values expected times what reading the copy saves on the selection's
 Texec, against writing the copy. The selection's Texec is what its statements measured: its
 own, or, where Spark ran it inside the stage of the operator above it (a scan streamed into
-a join), that operator's less its other inputs'. The copy's rows are only known once
-computed: a copy whose rows could not be read back in less than that Texec is dropped and
-not tried again (QTree meta ``widen.refused:<key>:<digest>``).
+a join), that operator's less its other inputs'. The copy's rows are estimated before it is
+built: the earlier statement's measured rows with the conditions the copy drops divided out,
+at the share of the table those keep by its files' column ranges (Parquet row groups'
+minimum and maximum, ``criss.qtree.selectivity``). A copy estimated to hold more rows than
+read back in less than that Texec is not built; one that comes out larger once computed
+is dropped and not tried again (QTree meta ``widen.refused:<key>:<digest>``).
 """
 
 from __future__ import annotations
@@ -32,10 +35,13 @@ from criss.planner.lift import LIFT_MAX_ROWS, highest_outside, serve_from_finer
 from criss.planner.match import CacheView
 from criss.planner.serve import ServedReuses
 from criss.planner.workspace import Workspace
-from criss.policies.decisions import CACHE, Decision
+from criss.policies.decisions import CACHE, SKIP, Decision
 from criss.policies.lifting import LiftFacts, decide_widening, refused_lift
+from criss.policies.reasons import ESTIMATE
+from criss.qtree.lineage import output_lineage
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse
+from criss.qtree.selectivity import kept_share
 from criss.qtree.subsume import Shape, subsumption_key
 from criss.qtree.widen import (
     Widening,
@@ -44,6 +50,7 @@ from criss.qtree.widen import (
     shared_selection,
 )
 from criss.records import Served
+from criss.tables import column_ranges, table_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -82,7 +89,9 @@ def _widen_one(
         return None  # no earlier statement of this selection under other conditions
     refusal = WIDEN_REFUSED + _identity(key, shape, widening)
     try:
-        decision, max_rows, frame = _weigh(work, node, widening, refusal, rules)
+        decision, max_rows, frame = _weigh(
+            work, node, widening, dict(siblings).get(widening.sibling), refusal, rules
+        )
     except Exception as exc:  # any type: weighing it is Criss's own; the query runs as is
         log.info("selection %s not weighed for widening: %s", node.fingerprint[:12], exc)
         return None
@@ -119,7 +128,12 @@ def _identity(key: str, shape: Shape, widening: Widening) -> str:
 
 
 def _weigh(
-    work: Workspace, node: PlanNode, widening: Widening, refusal: str, rules: CachingRules
+    work: Workspace,
+    node: PlanNode,
+    widening: Widening,
+    sibling_shape: Shape | None,
+    refusal: str,
+    rules: CachingRules,
 ) -> tuple[Decision, int, DataFrame | None]:
     """Whether widening pays, the most rows its copy may have to pay (beyond them it is
     dropped once computed), and the copy's DataFrame (None where not built), from what the
@@ -134,11 +148,17 @@ def _weigh(
     if texec < rules.min_texec:
         return refused_lift("widen_cheap", texec=texec, min_texec=rules.min_texec), 0, None
     sibling = session.qtree.get(widening.sibling)
-    rows = float(sibling.rows or 0) if sibling is not None else 0.0
+    measured_rows = float(sibling.rows or 0) if sibling is not None else 0.0
+    rows, kept = estimated_copy_rows(node, widening, sibling_shape, measured_rows)
     frame = session.bridge.widened_selection(
         work.captured.node_at(node.path), selection_sites(node, widening.columns)
     )
     row_bytes = session.bridge.row_width(frame) * session.learning.parquet_ratio
+    max_rows = row_bound(texec, rules, row_bytes)
+    eager = session.options.lift_aggregates == "eager"
+    if rows > max_rows and not eager:  # it would be dropped once computed: not computed
+        numbers = {"rows": rows, "kept_share": kept, "max_rows": max_rows, "texec": texec}
+        return Decision(SKIP, "widen_too_large", numbers, ESTIMATE), 0, None
     decision = decide_widening(
         LiftFacts(
             texec=texec,
@@ -153,13 +173,37 @@ def _weigh(
             lifted_rows=rows,
         )
     )
-    max_rows = row_bound(texec, rules, row_bytes)
-    if session.options.lift_aggregates == "eager":  # whatever the numbers say, to the lift's bound
+    if eager:  # whatever the numbers say, to the lift's bound
         max_rows = max(max_rows, LIFT_MAX_ROWS)
         if decision.action != CACHE:
             decision = Decision(CACHE, "widen_eager", decision.numbers, decision.source)
     decision.numbers["max_rows"] = max_rows
+    decision.numbers["kept_share"] = kept
     return decision, max_rows, frame
+
+
+def estimated_copy_rows(
+    node: PlanNode, widening: Widening, sibling: Shape | None, sibling_rows: float
+) -> tuple[float, float]:
+    """The copy's rows, estimated, and the share of the table's rows the conditions it
+    drops keep: the earlier statement's measured rows with those conditions divided out,
+    at the share their columns' ranges in the table's files give them
+    (``criss.qtree.selectivity``), at most the table's rows. Where nothing can be counted,
+    the earlier statement's rows (a bound from below: the copy holds them all)."""
+    scan = next(node.leaves())
+    lineage = output_lineage(scan) or ()
+    dropped = [a for a in (sibling.atoms if sibling else ()) if a not in widening.shared]
+    ranges = {}
+    for column in {a.column for a in dropped if a.kind in ("compare", "in")}:
+        found = column_ranges(scan.relation, lineage.index(column)) if column in lineage else None
+        if found:
+            ranges[column] = found
+    kept = kept_share(dropped, ranges)
+    if kept <= 0:  # the earlier statement's values lie outside the files' ranges
+        return sibling_rows, 1.0
+    table = table_rows(scan.relation)
+    estimate = sibling_rows / kept
+    return (min(estimate, float(table)) if table else estimate), kept
 
 
 def row_bound(texec: float, rules: CachingRules, row_bytes: float) -> int:
