@@ -379,6 +379,9 @@ def test_every_reason_renders_with_its_numbers():
         "cost_source": "the lifts measured in this home",
         "gain": -0.1,
         "lifted_rows": 1200.0,
+        # a widening refused on its estimated rows (criss.planner.widen)
+        "kept_share": 0.04,
+        "max_rows": 1000,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))
