@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 import criss
-from criss.errors import WorkloadError
+from criss.errors import ConfigError, WorkloadError
 from criss.workload.applications import _reply_error, memory_advice, side_by_side_memory
 from criss.workload.replay import (
     ReplayConfig,
@@ -206,6 +206,30 @@ def test_an_application_whose_jvm_is_gone_says_so_and_what_heaps_to_lower():
     assert parent.recv() == ("error", "ValueError: a statement's own error")
 
 
+def test_heaps_that_do_not_fit_the_machine_are_refused_before_any_application_starts():
+    """Each application's heap is fixed at its size, so heaps that do not fit together
+    fill the machine: the replay says so before starting, not when the kernel kills one
+    (four applications at 6 GB on 23 GB did, ten minutes into a replay)."""
+    physical = side_by_side_memory(ReplayConfig(modes=("spark",)))[2]
+    config = ReplayConfig(
+        modes=("spark", "criss"),
+        isolation="application",
+        replicas=2,
+        spark_conf={"spark.driver.memory": f"{physical // 2**20 // 3}m"},
+    )
+    started = []
+    with pytest.raises(ConfigError, match="^not started: 4 Spark applications run side by"):
+        run_replay(None, config, on_warmup=lambda done, total: started.append(done))
+    assert started == []
+    fits = ReplayConfig(
+        modes=("spark", "criss"),
+        isolation="application",
+        replicas=2,
+        spark_conf={"spark.driver.memory": f"{physical // 2**20 // 5}m"},
+    )
+    assert memory_advice(fits) is None
+
+
 def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path):
     config = ReplayConfig(
         queries=2,
@@ -214,6 +238,7 @@ def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path
         data_dir=tpch_dir,
         isolation="application",
         master="local[two]",
+        spark_conf={"spark.driver.memory": "1g"},  # fits any machine: only the master is bad
     )
     with pytest.raises(WorkloadError, match="replay mode 'spark' failed in its Spark application"):
         run_replay(None, config)
