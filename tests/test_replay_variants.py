@@ -225,9 +225,9 @@ def test_heaps_that_do_not_fit_the_machine_are_refused_before_any_application_st
         modes=("spark", "criss"),
         isolation="application",
         replicas=2,
-        spark_conf={"spark.driver.memory": f"{physical // 2**20 // 5}m"},
+        spark_conf={"spark.driver.memory": f"{physical // 2**20 // 8}m"},
     )
-    assert memory_advice(fits) is None
+    assert memory_advice(fits) is None  # half the machine, and 1 GB beside each heap
 
 
 def test_a_mode_whose_application_cannot_start_names_the_mode(tpch_dir, tmp_path):

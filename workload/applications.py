@@ -45,6 +45,11 @@ log = logging.getLogger("criss.progress")
 Progress = Callable[[int, int], None]
 
 
+#: What a replay application takes beside its driver heap: the JVM's own memory (classes,
+#: compiled code, threads' stacks, Spark's off-heap buffers) and its Python process.
+BEYOND_HEAP_BYTES = 2**30
+
+
 def side_by_side_memory(config: ReplayConfig) -> tuple[str, int | None, int]:
     """Each application's driver heap setting, the bytes of heap the replay's applications
     may take together (each mode's runs for the whole replay; None for a setting this does
@@ -58,14 +63,16 @@ def side_by_side_memory(config: ReplayConfig) -> tuple[str, int | None, int]:
 
 
 def memory_advice(config: ReplayConfig) -> str | None:
-    """What to change when the applications' heaps together exceed the machine's memory
-    (the kernel then kills one when the heaps fill up, mid-replay); None when they fit."""
+    """What to change when the applications' heaps, with what each takes beyond its heap,
+    together exceed the machine's memory (the kernel then kills one when the heaps fill
+    up, mid-replay); None when they fit."""
     heap, heaps, physical = side_by_side_memory(config)
-    if heaps is None or heaps <= physical:
+    if heaps is None or heaps + len(config.modes) * BEYOND_HEAP_BYTES <= physical:
         return None
     return (
         f"{len(config.modes)} Spark applications run side by side with "
-        f"spark.driver.memory={heap} each, {heaps / 2**30:.0f} GB of heap on a machine of "
+        f"spark.driver.memory={heap} each, {heaps / 2**30:.0f} GB of heap (and about "
+        f"{BEYOND_HEAP_BYTES / 2**30:.0f} GB more each beside it) on a machine of "
         f"{physical / 2**30:.0f} GB: the kernel kills one when their heaps fill up; lower "
         "--replicas or pass --conf spark.driver.memory=<smaller>"
     )
