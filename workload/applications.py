@@ -67,14 +67,17 @@ def memory_advice(config: ReplayConfig) -> str | None:
     together exceed the machine's memory (the kernel then kills one when the heaps fill
     up, mid-replay); None when they fit."""
     heap, heaps, physical = side_by_side_memory(config)
-    if heaps is None or heaps + len(config.modes) * BEYOND_HEAP_BYTES <= physical:
+    if heaps is None:
+        return None
+    needed = heaps + len(config.modes) * BEYOND_HEAP_BYTES
+    if needed <= physical:
         return None
     return (
         f"{len(config.modes)} Spark applications run side by side with "
-        f"spark.driver.memory={heap} each, {heaps / 2**30:.0f} GB of heap (and about "
-        f"{BEYOND_HEAP_BYTES / 2**30:.0f} GB more each beside it) on a machine of "
-        f"{physical / 2**30:.0f} GB: the kernel kills one when their heaps fill up; lower "
-        "--replicas or pass --conf spark.driver.memory=<smaller>"
+        f"spark.driver.memory={heap} each: {heaps / 2**30:.1f} GB of heap and about "
+        f"{BEYOND_HEAP_BYTES / 2**30:.0f} GB beside each, {needed / 2**30:.1f} GB on a "
+        f"machine of {physical / 2**30:.1f} GB; the kernel kills one when their heaps fill "
+        "up: lower --replicas or pass --conf spark.driver.memory=<smaller>"
     )
 
 
