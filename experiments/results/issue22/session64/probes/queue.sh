@@ -23,3 +23,5 @@ run drift-sf1-100-seed3 --stream drift --sf 1 --queries 100 --seed 3
 # on d4d4693, after the README test
 run random-sf1-60-seed11-replicas2-4g --stream random --sf 1 --queries 60 --seed 11 --replicas 2 \
   --conf spark.driver.memory=4g
+run zipf-sf1-60-seed6-replicas2-4g --stream zipf --sf 1 --queries 60 --seed 6 --replicas 2 \
+  --conf spark.driver.memory=4g
