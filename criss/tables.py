@@ -9,9 +9,11 @@ keyed by all three.
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
+
+_T = TypeVar("_T")
 
 
 def table_rows(relation: dict[str, Any] | None) -> int | None:
@@ -73,28 +75,22 @@ def column_ranges(
 def _column_ranges(
     path: str, size: int, mtime: int, name: str
 ) -> tuple[tuple[int, Any, Any], ...] | None:
-    url = urlparse(path)
-    if url.scheme not in ("", "file"):
-        return None
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+    return _from_footer(path, functools.partial(_ranges_in, name=name))
 
-    try:
-        metadata = pq.read_metadata(unquote(url.path))
-        groups = []
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            chunks = [
-                row_group.column(i)
-                for i in range(row_group.num_columns)
-                if row_group.column(i).path_in_schema.lower() == name
-            ]
-            statistics = chunks[0].statistics if len(chunks) == 1 else None
-            if statistics is None or not statistics.has_min_max:
-                return None
-            groups.append((int(row_group.num_rows), statistics.min, statistics.max))
-    except (OSError, ValueError, pa.ArrowException):
-        return None
+
+def _ranges_in(metadata: Any, name: str) -> tuple[tuple[int, Any, Any], ...] | None:
+    groups = []
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        chunks = [
+            row_group.column(i)
+            for i in range(row_group.num_columns)
+            if row_group.column(i).path_in_schema.lower() == name
+        ]
+        statistics = chunks[0].statistics if len(chunks) == 1 else None
+        if statistics is None or not statistics.has_min_max:
+            return None
+        groups.append((int(row_group.num_rows), statistics.min, statistics.max))
     return tuple(groups)
 
 
@@ -107,6 +103,23 @@ def _footer_rows(path: str, size: int, mtime: int) -> int | None:
 def _footer(path: str, size: int, mtime: int) -> tuple[int, tuple[tuple[str, int], ...]] | None:
     """A local Parquet file's rows and compressed bytes per top-level column (lower case,
     as Spark matches them), or None where it cannot be read."""
+    return _from_footer(path, _rows_and_column_bytes)
+
+
+def _rows_and_column_bytes(metadata: Any) -> tuple[int, tuple[tuple[str, int], ...]]:
+    columns: dict[str, int] = {}
+    for group in range(metadata.num_row_groups):
+        row_group = metadata.row_group(group)
+        for index in range(row_group.num_columns):
+            chunk = row_group.column(index)
+            name = chunk.path_in_schema.split(".")[0].lower()
+            columns[name] = columns.get(name, 0) + int(chunk.total_compressed_size)
+    return int(metadata.num_rows), tuple(sorted(columns.items()))
+
+
+def _from_footer(path: str, read: Callable[[Any], _T]) -> _T | None:
+    """``read`` applied to a local Parquet file's footer (pyarrow's FileMetaData), or None
+    where the file is not on the local file system or its footer cannot be read."""
     url = urlparse(path)
     if url.scheme not in ("", "file"):
         return None
@@ -114,14 +127,6 @@ def _footer(path: str, size: int, mtime: int) -> tuple[int, tuple[tuple[str, int
     import pyarrow.parquet as pq
 
     try:
-        metadata = pq.read_metadata(unquote(url.path))
-        columns: dict[str, int] = {}
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            for index in range(row_group.num_columns):
-                chunk = row_group.column(index)
-                name = chunk.path_in_schema.split(".")[0].lower()
-                columns[name] = columns.get(name, 0) + int(chunk.total_compressed_size)
+        return read(pq.read_metadata(unquote(url.path)))
     except (OSError, ValueError, pa.ArrowException):  # a damaged footer: file bytes count
         return None
-    return int(metadata.num_rows), tuple(sorted(columns.items()))
