@@ -418,6 +418,47 @@ def test_key_filters_are_declined_unmeasured_where_no_filter_can_pay(shuffle_joi
     assert cs.report()["counters"].get("join_key_measurements", 0) == 0
 
 
+def test_joins_too_small_for_any_filter_are_declined_from_the_tree_without_jvm_reads(
+    shuffle_joins, tmp_path
+):
+    """Where every input's rows bound (Parquet footers) and column widths (the canonical
+    tree) leave no shuffle a key filter could pay for, each optimization declines the join
+    before asking the JVM for its condition, its inputs' columns or Spark's size estimates;
+    the choices still say why, and the rows are plain Spark's. A join over another join's
+    output, never measured, is still judged from the JVM's facts."""
+    from criss.bridge.roundtrips import RoundTripCounter
+
+    spark = shuffle_joins
+    cs = session(spark, tmp_path / "tree")
+    counter = RoundTripCounter()
+    try:
+        counter.active = True
+        df = cs.sql(ORDERS_1PCT)
+        counter.active = False
+    finally:
+        counter.close()
+    assert_same_rows(df.collect(), spark.sql(ORDERS_1PCT).collect())
+    choices = cs._records[df].joins
+    assert {c.optimization for c in choices} == {"semi_prefilter", "bloom_join"}
+    for choice in choices:
+        assert not choice.chosen
+        assert "holds at most 60175 rows" in choice.reason, choice.reason
+        assert "fixed 0.30s" in choice.reason, choice.reason
+    reads = {s: n for s, n in counter.calls.items() if s.startswith("bridge/joins.py:")}
+    for fact in ("condition", "columns", "estimated_bytes"):
+        assert f"bridge/joins.py:{fact}" not in reads, reads
+    assert cs.report()["counters"].get("join_key_measurements", 0) == 0
+
+    df = cs.sql(STAR)
+    assert_same_rows(df.collect(), spark.sql(STAR).collect())
+    by_path = {(c.optimization, c.path): c.reason for c in cs._records[df].joins}
+    lowest = max((p for _, p in by_path), key=len)
+    assert "the fact input holds at most 60175 rows" in by_path["runtime_filters", lowest]
+    assert "at most 3 shuffle(s)" in by_path["runtime_filters", lowest]
+    assert "not measured yet" in by_path["semi_prefilter", (0,)]
+    cs.close()
+
+
 def _prefilter_reason(cs, df, key: str) -> str:
     return next(
         c.reason

@@ -123,6 +123,8 @@ class JoinContext:
     tree: PlanNode | None = None
     #: Spark settings read while planning this query (each read is a JVM round trip).
     _settings: dict[str, str] = field(default_factory=dict, repr=False)
+    #: Join inputs' facts read from ``tree`` (by path) while planning this query.
+    _sides: dict[tuple[int, ...], SideFacts] = field(default_factory=dict, repr=False)
 
     def setting(self, key: str, default: str) -> str:
         """Spark's runtime value of ``key``, read once per query."""
@@ -148,10 +150,12 @@ class JoinContext:
         child = path + ((0,) if which == "left" else (1,))
         rewritten = any(p[: len(child)] == child for p in plan.replaced)
         if self.tree is not None and not rewritten:
-            node = self.tree.at(child)
-        else:
-            captured = session.bridge.capture(plan.side(path, which))
-            node = session.canonical_tree(captured)
+            if child not in self._sides:  # asked by each optimization at each join
+                node = self.tree.at(child)
+                self._sides[child] = SideFacts(node, session.qtree.get(node.fingerprint))
+            return self._sides[child]
+        captured = session.bridge.capture(plan.side(path, which))
+        node = session.canonical_tree(captured)
         return SideFacts(node, session.qtree.get(node.fingerprint))
 
     def may_measure(self, facts: SideFacts) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from criss.policies import filters as policy
+from criss.qtree.plan import Expr
 from criss.qtree.rewrite import scan_only
 from criss.qtree.star import (
     EquiKey,
@@ -80,6 +81,31 @@ def operand_width(expr: Any) -> float:
 
 def row_width(columns: tuple[tuple[str, Any, int], ...]) -> float:
     return sum(type_width(t) for _, t, _ in columns) or 1.0
+
+
+def output_types(node: PlanNode) -> list[str] | None:
+    """The Catalyst types of ``node``'s output columns, from its canonical arguments, when
+    it is Filters over a Project or a relation whose outputs are plain attributes; else
+    None."""
+    while node.op == "Filter" and len(node.children) == 1:
+        node = node.children[0]
+    if node.op == "Project":
+        outputs = node.args.get("projectList")
+    elif node.op == "LogicalRelation":
+        outputs = node.args.get("output")
+    else:
+        return None
+    if not isinstance(outputs, (list, tuple)) or not outputs:
+        return None
+    types = []
+    for expr in outputs:
+        if not isinstance(expr, Expr) or not expr.cls.endswith(".AttributeReference"):
+            return None
+        data_type = dict(expr.fields).get("dataType")
+        if not isinstance(data_type, str):
+            return None
+        types.append(data_type)
+    return types
 
 
 @dataclass(frozen=True)
@@ -324,6 +350,10 @@ def measured_keys(
     """A key filter's opening: the equi-join keys, the big side and the policy arguments
     measured for both inputs, or why not. ``refuse`` may turn the keys down (a reason)
     before any measurement job runs."""
+    if site.join_type in _JOIN_TYPES:
+        too_small = _too_small_by_tree(plan, site, context)
+        if too_small:
+            return too_small
     found = key_sides(site, context)
     if isinstance(found, str):
         return found
@@ -434,6 +464,30 @@ def _policy_arguments(
         "keys": measured[small][1],
         "key_width": key_width,
     }
+
+
+def _too_small_by_tree(plan: JoinPlan, site: JoinSite, context: JoinContext) -> str | None:
+    """``_too_small_to_pay`` from the query's canonical tree alone (the inputs' columns as
+    its operators' outputs name them), before any JVM call: the join's condition, its
+    inputs' columns and Spark's size estimates are ~0.4 ms each, and most joins of a
+    small query stop here. None where the tree does not tell."""
+    if context.tree is None:
+        return None
+    most = {}
+    for which in _FILTERABLE[site.join_type]:
+        facts = input_facts(context, plan, site.path, which)
+        types = output_types(context.tree.at(site.path + ((0,) if which == "left" else (1,))))
+        if facts.rows_bound is None or types is None:
+            return None
+        most[which] = (facts.rows_bound, facts.rows_bound * (sum(map(type_width, types)) or 1.0))
+    which = max(most, key=lambda w: most[w][1])
+    bound, size = most[which]
+    if policy.key_filter_can_pay(size):
+        return None
+    return (
+        f"the {which} input holds at most {bound} rows (~{int(size)} B): "
+        f"its shuffle costs less than a key filter's fixed {policy.FIXED_COST_S:.2f}s"
+    )
 
 
 def _too_small_to_pay(
