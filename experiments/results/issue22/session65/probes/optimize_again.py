@@ -9,9 +9,12 @@ last 8 sets. From the repository root:
 """
 
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
+import criss
+from criss.bridge.plans import query_execution
 from criss.sparksession import local_spark
 from criss.workload.tpch.data import register_views
 from criss.workload.tpch.queries import statement
@@ -22,11 +25,11 @@ TOP = ("GlobalLimit", "LocalLimit", "Sort")
 def main() -> None:
     spark = local_spark(app_name="optimize-again", fixed_heap=True)
     register_views(spark, Path("data/tpch/sf1"))
-    datasets = spark._jvm.org.apache.spark.sql.classic.Dataset
+    bridge = criss.session(spark, home=tempfile.mkdtemp(prefix="optimize-again-")).bridge
     for qid in (2, 3, 10, 7, 14):
         times: dict[str, list[float]] = {"optimize": [], "physical": [], "again": [], "its": []}
         for seed in range(1, 12):
-            execution = spark.sql(statement(qid, "orig", seed, 1.0).sql)._jdf.queryExecution()
+            execution = query_execution(spark.sql(statement(qid, "orig", seed, 1.0).sql))
             started = time.perf_counter()
             plan = execution.optimizedPlan()
             times["optimize"].append(time.perf_counter() - started)
@@ -35,7 +38,7 @@ def main() -> None:
             times["physical"].append(time.perf_counter() - started)
             while plan.nodeName() in TOP and plan.children().size() == 1:
                 plan = plan.children().apply(0)
-            under = datasets.ofRows(spark._jsparkSession, plan).queryExecution()
+            under = query_execution(bridge.dataframe_of(plan))
             started = time.perf_counter()
             under.optimizedPlan()
             times["again"].append(time.perf_counter() - started)
