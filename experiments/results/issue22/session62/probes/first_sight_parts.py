@@ -1,14 +1,16 @@
-"""What a first sight adds, in parts (session 62): in one application, every TPC-H template
-under fresh parameters (drift seed 3's statements, a new one each round) runs as a first
-sight three ways, back to back, the order rotating by round: plain Spark; Criss with its
-result caching off (``eager_results=False``: planning, matching, join choices, but no
-Spark cache in the action); and Criss as it ships (the result computed into Spark's cache
-by the action, written after it). Each Criss way has a fresh home for each run (bandwidths
-given, so none is measured). Every run waits for an idle machine; nothing is timed before
-each template's untimed run in each way.
-From the repository root:
+"""What a first sight adds, in parts (session 62's probe; session 65 adds a filter of
+templates, the third argument, e.g. ``2,16,17``, and a line per template at the end).
 
-    .venv/bin/python first_sight_parts.py SF ROUNDS
+In one application, each TPC-H template under fresh parameters (drift seed 3's
+statements, a new one each round) runs as a first sight three ways, back to back, the
+order rotating by round: plain Spark; Criss with its result caching off
+(``eager_results=False``: planning, matching, join choices, but no Spark cache in the
+action); and Criss as it ships (the result computed into Spark's cache by the action,
+written after it). Each Criss way has a fresh home for each run (bandwidths given, so
+none is measured). Every run waits for an idle machine; nothing is timed before each
+template's untimed run in each way. From the repository root:
+
+    .venv/bin/python first_sight_parts.py SF ROUNDS [TEMPLATES]
 """
 
 import collections
@@ -23,6 +25,7 @@ from criss.workload.streams import make_stream
 from criss.workload.tpch.data import register_views
 
 sf, rounds = sys.argv[1], int(sys.argv[2])
+only = {int(x) for x in sys.argv[3].split(",")} if len(sys.argv) > 3 else None
 spark = local_spark("parts", master="local[2]", conf={"spark.sql.shuffle.partitions": "8"})
 register_views(spark, f"data/tpch/sf{sf}")
 #: Given, so that a fresh home measures nothing before its first query.
@@ -62,7 +65,8 @@ def run(way, sql):
 
 totals = collections.defaultdict(float)
 order = list(OPTIONS)
-for qid in sorted(by_template):
+per = collections.defaultdict(lambda: collections.defaultdict(float))
+for qid in sorted(q for q in by_template if only is None or q in only):
     statements = list(by_template[qid])
     fresh_homes()
     for way in order:  # untimed: this template's code compiled on each way
@@ -74,6 +78,8 @@ for qid in sorted(by_template):
         got = {way: run(way, sql) for way in rotated}
         for way, (seconds, planned, _) in got.items():
             totals[way] += seconds
+            per[qid][way] += seconds
+            per[qid][way + "_sql"] += planned
             totals[way + "_sql"] += planned
         print(
             f"Q{qid} round {r} "
@@ -88,3 +94,11 @@ print(
     f"criss / plain {totals['criss'] / totals['plain']:.4f}, "
     f"criss / no_eager {totals['criss'] / totals['no_eager']:.4f}"
 )
+for qid, t in per.items():
+    ratios = (
+        f"no_eager/plain {t['no_eager'] / t['plain']:.3f} "
+        f"criss/plain {t['criss'] / t['plain']:.3f} "
+        f"criss/no_eager {t['criss'] / t['no_eager']:.3f}"
+    )
+    planned = " ".join(f"{w} {t[w + '_sql'] / rounds * 1000:.0f}" for w in OPTIONS)
+    print(f"Q{qid}: {ratios}; cs.sql ms per run: {planned}")
