@@ -40,7 +40,7 @@ from criss.tables import table_rows
 from . import JoinChoice, Verdicts, key_counts_meta
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
     from pyspark.sql import Column, DataFrame
 
@@ -80,7 +80,12 @@ def operand_width(expr: Any) -> float:
 
 
 def row_width(columns: tuple[tuple[str, Any, int], ...]) -> float:
-    return sum(type_width(t) for _, t, _ in columns) or 1.0
+    return types_width(t for _, t, _ in columns)
+
+
+def types_width(types: Iterable[Any]) -> float:
+    """Bytes of a row of columns of ``types`` (Spark SQL types as JSON)."""
+    return sum(type_width(t) for t in types) or 1.0
 
 
 def output_types(node: PlanNode) -> list[str] | None:
@@ -106,6 +111,20 @@ def output_types(node: PlanNode) -> list[str] | None:
             return None
         types.append(data_type)
     return types
+
+
+def tree_size_bound(
+    context: JoinContext, path: tuple[int, ...], which: str, facts: InputFacts
+) -> tuple[int, float] | None:
+    """The most rows and bytes input ``which`` of the join at ``path`` can hold: its rows
+    bound and the widths of its output columns as the query's canonical tree names them,
+    with no JVM call; None where either is unknown."""
+    if context.tree is None or facts.rows_bound is None:
+        return None
+    types = output_types(context.tree.at(path + ((0,) if which == "left" else (1,))))
+    if types is None:
+        return None
+    return facts.rows_bound, facts.rows_bound * types_width(types)
 
 
 @dataclass(frozen=True)
@@ -471,15 +490,14 @@ def _too_small_by_tree(plan: JoinPlan, site: JoinSite, context: JoinContext) -> 
     its operators' outputs name them), before any JVM call: the join's condition, its
     inputs' columns and Spark's size estimates are ~0.4 ms each, and most joins of a
     small query stop here. None where the tree does not tell."""
-    if context.tree is None:
-        return None
     most = {}
     for which in _FILTERABLE[site.join_type]:
-        facts = input_facts(context, plan, site.path, which)
-        types = output_types(context.tree.at(site.path + ((0,) if which == "left" else (1,))))
-        if facts.rows_bound is None or types is None:
+        bound = tree_size_bound(
+            context, site.path, which, input_facts(context, plan, site.path, which)
+        )
+        if bound is None:
             return None
-        most[which] = (facts.rows_bound, facts.rows_bound * (sum(map(type_width, types)) or 1.0))
+        most[which] = bound
     which = max(most, key=lambda w: most[w][1])
     bound, size = most[which]
     if policy.key_filter_can_pay(size):

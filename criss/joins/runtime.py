@@ -39,11 +39,10 @@ from .prefilter import (
     input_facts,
     measure_keys,
     operand_width,
-    output_types,
     row_width,
     scan_input,
     semi_filter,
-    type_width,
+    tree_size_bound,
 )
 
 if TYPE_CHECKING:
@@ -92,11 +91,15 @@ def ancestors(
 
 
 def _names_along(tree: PlanNode, path: tuple[int, ...]) -> list[str]:
-    node, names = tree, [tree.op]
+    return [node.op for node in _nodes_along(tree, path)]
+
+
+def _nodes_along(tree: PlanNode, path: tuple[int, ...]) -> list[PlanNode]:
+    """The operators from the root down to the one at ``path``."""
+    nodes = [tree]
     for index in path:
-        node = node.children[index]
-        names.append(node.op)
-    return names
+        nodes.append(nodes[-1].children[index])
+    return nodes
 
 
 def _join_above(tree: PlanNode, path: tuple[int, ...]) -> bool:
@@ -110,20 +113,21 @@ def _join_above(tree: PlanNode, path: tuple[int, ...]) -> bool:
 
 
 def _bound_from_tree(
-    tree: PlanNode, path: tuple[int, ...], which: str, bound: int | None
+    context: JoinContext, path: tuple[int, ...], which: str, facts: InputFacts
 ) -> tuple[str, float] | None:
     """Why the ``which`` input of the join at ``path`` is too small for any key filter at it
-    to pay, with the most bytes its shuffles could move: its rows bound, its columns'
-    widths and, as the most shuffles a star above it can have, the joins up to the first
-    operator the star search cannot pass, all from the canonical tree. None: it may pay,
-    or the tree does not tell."""
-    if bound is None:
+    to pay, with the most bytes its shuffles could move: its size bound
+    (``tree_size_bound``) and, as the most shuffles a star above it can have, the joins up
+    to the first operator the star search cannot pass, all from the canonical tree. None:
+    it may pay, or the tree does not tell."""
+    found = tree_size_bound(context, path, which, facts)
+    if found is None or context.tree is None:
         return None
-    types = output_types(tree.at(path + ((0,) if which == "left" else (1,))))
-    shuffles = inner_joins_up(tree, path)
-    if types is None or not shuffles:
+    shuffles = inner_joins_up(context.tree, path)
+    if not shuffles:
         return None
-    most = shuffles * bound * (sum(type_width(t) for t in types) or 1.0)
+    bound, size = found
+    most = shuffles * size
     if policy.key_filter_can_pay(most):
         return None
     reason = (
@@ -139,11 +143,8 @@ def inner_joins_up(tree: PlanNode, path: tuple[int, ...]) -> int:
     stops at (anything but a Project, a Filter or an inner join): the most shuffles a
     star filter at an input of that join can spare. A join whose type the tree does not
     name counts, and the walk goes on past it."""
-    nodes = [tree]
-    for index in path:
-        nodes.append(nodes[-1].children[index])
     count = 0
-    for node in reversed(nodes):
+    for node in reversed(_nodes_along(tree, path)):
         if node.op in TRANSPARENT:
             continue
         if node.op != "Join":
@@ -204,7 +205,7 @@ class RuntimeFilters(Verdicts):
             fact = input_facts(context, plan, site.path, which)
             if not (fact.simple and fact.deterministic):
                 continue  # never a fact input (``_candidate``)
-            reason = _bound_from_tree(context.tree, site.path, which, fact.rows_bound)
+            reason = _bound_from_tree(context, site.path, which, fact)
             if reason is None:
                 return None
             reasons.append(reason)
