@@ -53,16 +53,6 @@ REASONS: Mapping[str, str] = {
         "~{estimated_size:.0f} bytes; caching it on first sight adds {first_sight_seconds:.3f}s "
         "to the query)"
     ),
-    "eager_shared_subtree": (
-        "first seen, cached by the action on an estimate: another statement of this template "
-        "would share it if it kept the values of the {literal_columns} literal column(s) its "
-        "rows depend on (a {unchanged_chance:.0%} chance, as such columns' values were kept "
-        "here), "
-        "and the {expected_reuses:.2f} reuses that makes would save {expected_gain:.3f}s more "
-        "than caching it costs (estimated Texec {estimated_texec:.3f}s {texec_source}, "
-        "~{estimated_size:.0f} bytes; caching it on first sight adds {first_sight_seconds:.3f}s "
-        "to the query)"
-    ),
     "whole_result": "reuse_scope=results: the query's whole result",
     # reused
     "cached_entry": "served from a cached entry",
@@ -128,13 +118,6 @@ REASONS: Mapping[str, str] = {
         "reuses by other statements expected of such an aggregate here "
         "({new_values_share:.0%} of the queries of templates seen before came under new "
         "values) would not pay for "
-        "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
-        "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
-    ),
-    "eager_shared_subtree_no_benefit": (
-        "first seen; another statement of this template would share it if it kept the values "
-        "of the {literal_columns} literal column(s) its rows depend on (a {unchanged_chance:.0%} "
-        "chance here), but the {expected_reuses:.2f} reuses that makes would not pay for "
         "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
         "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
     ),

@@ -55,11 +55,6 @@ def guess_score(gain: float) -> tuple[float, ...]:
     return (-1.0, gain)
 
 
-def is_guess(score: tuple[float, ...] | None) -> bool:
-    """Whether ``score`` is a :func:`guess_score`."""
-    return score is not None and score[0] == -1.0
-
-
 def best_per_branch(root: Candidate) -> list[str]:
     """Keys of the best-scoring operator on every root-to-leaf branch (each once)."""
     chosen: dict[str, None] = {}

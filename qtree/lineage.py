@@ -443,34 +443,6 @@ def condition_atoms(condition: Expr, inputs: tuple[str, ...]) -> frozenset[Atom]
     return frozenset(_atom(conjunct, inputs) for conjunct in _conjuncts(condition))
 
 
-def literal_columns(node: PlanNode) -> frozenset[str] | None:
-    """The columns (lineage) that ``node``'s own condition compares with a literal: what the
-    values a query chose select rows by at this operator (empty for none, and for an
-    operator that selects no rows). None where a literal is compared with what a lineage
-    cannot follow."""
-    condition = node.args.get("condition")
-    if node.op not in ("Filter", "Join") or not isinstance(condition, Expr):
-        return frozenset()
-    valued = [c for c in _conjuncts(condition) if c.mentions(lambda e: e.cls == LITERAL)]
-    if not valued:
-        return frozenset()
-    try:
-        inputs = tuple(column for child in node.children for column in _filtered(child).columns)
-        return frozenset(
-            inputs[_ordinal(attribute, inputs)]
-            for conjunct in valued
-            for attribute in _attributes(conjunct)
-        )
-    except _Unsupported:
-        return None
-
-
-def _attributes(expr: Expr) -> list[Expr]:
-    if expr.cls == ATTRIBUTE:
-        return [expr]
-    return [found for child in expr.children for found in _attributes(child)]
-
-
 def _conjuncts(expr: Expr) -> list[Expr]:
     if expr.cls == _AND or (expr.cls == _MULTI and dict(expr.fields).get("opCls") == _AND):
         return [c for child in expr.children for c in _conjuncts(child)]

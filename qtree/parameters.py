@@ -11,21 +11,13 @@ no rows and do not count.
 
 Whether such operators do come back is measured, not assumed (``criss.planner.learning``):
 this module only says which operators of a query they are.
-
-An operator some literal does select by may still come back: the analyst changes one value
-(another region) and keeps the others (the orders still 'F', the same year). Which columns'
-values a returning template changed is measured too (:func:`columns_kept_and_changed`), and
-:func:`shared_subtree_candidates` names the operators a later statement could share with
-the literal columns each one's rows depend on, so that the chance it comes back unchanged
-can be weighed column by column.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 from criss.qtree.canonical import LITERAL, ROW_LIMITS, SCOPED
-from criss.qtree.lineage import literal_columns
 from criss.qtree.plan import Expr, PlanNode, highest
 from criss.qtree.rewrite import result_node, storable, top_rows, top_rows_sort
 
@@ -63,62 +55,9 @@ def parameter_free_intermediates(tree: PlanNode) -> list[PlanNode]:
 
     def eligible(node: PlanNode) -> PlanNode | None:
         wanted = node.path in free and node.path not in results and storable(node)
-        return node if wanted and aggregated(node) else None
+        return node if wanted and _aggregated(node) else None
 
     return highest(tree, eligible)
-
-
-def shared_subtree_candidates(tree: PlanNode) -> dict[tuple[int, ...], frozenset[str]]:
-    """Operators under the query's result that a later statement of its template under
-    other values could share, by path, each with the columns (lineage) its subtree's
-    filters and joins compare with literals: storable ones that are not the result (nor
-    what its top rows rank), hold no limit or subquery, and are not parameter-free
-    aggregates (:func:`parameter_free_intermediates` has those). A literal compared with
-    something a lineage cannot follow counts as a column of its own, never seen again."""
-    results = {node.path for node in _results(result_node(tree))}
-    free = {node.path for node in parameter_free_intermediates(tree)}
-    found: dict[tuple[int, ...], frozenset[str]] = {}
-
-    def visit(node: PlanNode) -> frozenset[str] | None:
-        below = [visit(child) for child in node.children]  # every child visited
-        own = _valued_columns(node)
-        if own is None or any(columns is None for columns in below):
-            return None
-        columns = own.union(*below)
-        if node.path not in results and node.path not in free and storable(node):
-            found[node.path] = columns
-        return columns
-
-    visit(tree)
-    return found
-
-
-def columns_kept_and_changed(
-    tree: PlanNode, seen_before: Callable[[PlanNode], bool]
-) -> tuple[set[str], set[str]]:
-    """For a statement whose template came back under other values: the literal columns
-    of each filter or join whose inputs were all ``seen_before`` (so only its own values
-    can differ), as kept where it was seen before too, else as changed (every column of a
-    condition that changed counts as changed: which of them did is not known)."""
-    kept: set[str] = set()
-    changed: set[str] = set()
-    for node in tree.walk():
-        if node.op not in SELECTING or not node.children:
-            continue
-        columns = literal_columns(node)
-        if not columns or not all(seen_before(child) for child in node.children):
-            continue
-        (kept if seen_before(node) else changed).update(columns)
-    return kept, changed - kept
-
-
-def _valued_columns(node: PlanNode) -> frozenset[str] | None:
-    """The literal columns ``node`` selects rows by; None where no statement could share
-    it whatever its values (a limit, a subquery)."""
-    if node.op in LIMITING or any(expr.mentions(_is_scoped) for expr in _expressions(node)):
-        return None
-    columns = literal_columns(node)
-    return frozenset({f"unfollowed:{node.fingerprint}"}) if columns is None else columns
 
 
 def _results(result: PlanNode) -> Iterator[PlanNode]:
@@ -128,7 +67,7 @@ def _results(result: PlanNode) -> Iterator[PlanNode]:
         yield from _through_projects(top_rows_sort(result).children[0])
 
 
-def aggregated(node: PlanNode) -> bool:
+def _aggregated(node: PlanNode) -> bool:
     """An Aggregate, or Projects of one."""
     return any(n.op == "Aggregate" for n in _through_projects(node))
 

@@ -16,8 +16,6 @@ from criss.policies.decisions import (
     decide_caching,
 )
 from criss.policies.reasons import CACHE, REUSE, Decision
-from criss.qtree.parameters import columns_kept_and_changed
-from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
@@ -31,7 +29,6 @@ OperatorPath = tuple[int, ...]
 
 def caching_rules(session: CrissSession) -> CachingRules:
     options = session.options
-    kept, pooled = session.learning.kept_shares()
     return CachingRules(
         policy=session.policy,
         # the paper chooses what to cache assuming the worst case: it will sit on disk
@@ -56,10 +53,6 @@ def caching_rules(session: CrissSession) -> CachingRules:
         expected_parameter_free_reuses=session.learning.expected_parameter_free_reuses,
         new_values_share=session.learning.new_values_share,
         base_share=options.base_share,
-        parameter_free_share=session.learning.parameter_free_share,
-        kept_shares=kept,
-        pooled_kept_share=pooled,
-        intermediate_ratio=session.learning.intermediate_ratio,
     )
 
 
@@ -75,7 +68,6 @@ def decide_operators(
         free,
         matched.templates,
         matched.recurrences,
-        matched.shared_candidates,
     )
     decisions = decide_caching(matched.tree, facts, rules)
     for path, (reuse, _) in served.items():
@@ -88,8 +80,7 @@ def learn_recurrences(session: CrissSession, matched: Match) -> None:
     before, it came under other values; and if it is new, whether each of its
     parameter-free aggregates had been seen: the expected repeats of a first-seen result
     and the expected reuses of a first-seen parameter-free aggregate (the eager decisions)
-    come from them. A new statement of a template seen before also tells which literal
-    columns' values it kept and which it changed (what a shared subtree's chances rest on)."""
+    come from them."""
     result = result_node(matched.tree)
     seen = matched.observations.get(result.fingerprint)
     if seen is None or not storable(result) or result.uncacheable:
@@ -100,15 +91,6 @@ def learn_recurrences(session: CrissSession, matched: Match) -> None:
         session.learning.learn_template_return(new_values=not repeated)
     if repeated:
         return  # a repeat's aggregates come back with it, not in another statement
-    if result.fingerprint in matched.recurrences:  # its template, under other values
-
-        def seen_before(node: PlanNode) -> bool:
-            found = matched.observations.get(node.fingerprint)
-            return found is not None and found.stats.ref > 1
-
-        session.learning.learn_parameter_columns(
-            *columns_kept_and_changed(matched.tree, seen_before)
-        )
     for node in matched.parameter_free:
         found = matched.observations.get(node.fingerprint)
         if found is not None and not node.uncacheable:
@@ -184,5 +166,3 @@ def _count(record: OperatorRecord, counters: Counter, dry_run: bool) -> None:
         counters["operators_cached"] += dry_run  # else counted when written
         if record.decision.reason == "eager_parameter_free":
             counters["parameter_free_cached_on_first_sight"] += 1
-        elif record.decision.reason == "eager_shared_subtree":
-            counters["shared_subtrees_cached_on_first_sight"] += 1

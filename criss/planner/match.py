@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from criss.qtree.fingerprint import TEMPLATE
-from criss.qtree.parameters import parameter_free_intermediates, shared_subtree_candidates
+from criss.qtree.parameters import parameter_free_intermediates
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import (
     Relative,
@@ -166,9 +166,6 @@ class Match:
     unread: dict[tuple[int, ...], tuple[str, float]] = field(default_factory=dict)
     #: The highest parameter-free aggregates under the result (criss.qtree.parameters).
     parameter_free: tuple[PlanNode, ...] = ()
-    #: Operators under the result a later statement of its template could share, with
-    #: the literal columns each depends on (criss.qtree.parameters).
-    shared_candidates: dict[tuple[int, ...], frozenset[str]] = field(default_factory=dict)
     #: What the operators of each unmeasured one's template measured under other values,
     #: by the unmeasured one's fingerprint (only those with any measured).
     templates: dict[str, TemplateStats] = field(default_factory=dict)
@@ -195,7 +192,6 @@ def match(session: CrissSession, tree: PlanNode, view: CacheView, *, record: boo
         table_rows=_copied_table_rows(tree, observations, session.bridge.broadcast_threshold()),
         unread=_unread(session, view.cheap),
         parameter_free=tuple(parameter_free_intermediates(tree)),
-        shared_candidates=shared_subtree_candidates(tree),
         templates=templates,
         recurrences=recurrences,
     )

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from criss.bridge import PartitionedResult
 from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
-from criss.planner.executions import ExecutionFacts, statistics_from_metrics, wall_cache_reads
+from criss.planner.learning import ExecutionFacts, statistics_from_metrics, wall_cache_reads
 from criss.planner.workspace import Workspace
 from criss.qtree.executed import PlannedQuery, planned_query, standing_in
 from criss.qtree.plan import PlanNode, within
@@ -111,12 +111,6 @@ def query_result_input(work: Workspace, node: PlanNode) -> int | None:
     first sights were weighed as tens of MB."""
     if node.path != result_node(work.matched.tree).path:
         return None
-    return operator_input(work, node)
-
-
-def operator_input(work: Workspace, node: PlanNode) -> int | None:
-    """The table bytes the query reads for ``node``, or None where the cache serves any
-    operator under it (what it reads then says nothing of its size)."""
     if any(within(path, (node.path,)) for path in work.served):
         return None
     return node.scanned_bytes

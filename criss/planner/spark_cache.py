@@ -24,10 +24,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
-from criss.planner.executions import ExecutionFacts
+from criss.planner.learning import ExecutionFacts
 from criss.planner.materialize import (
     computed_below,
-    operator_input,
     planned_below,
     query_result_input,
     result_facts,
@@ -36,7 +35,6 @@ from criss.planner.materialize import (
 from criss.planner.workspace import Workspace
 from criss.planner.writethrough import entry_for_written
 from criss.qtree.executed import PlannedQuery
-from criss.qtree.parameters import aggregated
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node
 from criss.storage.staging import Staged
@@ -72,9 +70,6 @@ class PendingCache:
     #: Input bytes the query read for it, when it is the query's result (None otherwise):
     #: its size once written teaches the result bytes per input byte.
     scanned: int | None = None
-    #: The same for an operator under the result that aggregates nothing, computed from its
-    #: tables alone: its size teaches the bytes per input byte of such operators.
-    under_result_input: int | None = None
     record: Any = field(default=None, repr=False)
     #: The DataFrame handed out: its action's execution id and its plan's JVM identity
     #: (see criss.bridge.execution_id, plan_identity), once known.
@@ -210,9 +205,6 @@ def prepare_cached(
         computed=computed,
         planned=planned_below(work, node),
         scanned=scanned,
-        under_result_input=(
-            operator_input(work, node) if under_result and not aggregated(node) else None
-        ),
         record=work.record,
         max_rows=max_rows,
         refusal=refusal,
@@ -362,8 +354,6 @@ def _learn(
     learning.learn_write_bandwidth(stored.bytes, write_seconds)
     if pending.scanned is not None:
         learning.learn_result_ratio(stored.bytes, pending.scanned)
-    elif pending.under_result_input is not None:
-        learning.learn_intermediate_ratio(stored.bytes, pending.under_result_input)
 
 
 def fully_committed(pending: PendingCache) -> bool:
