@@ -35,13 +35,9 @@ from criss.errors import SessionClosed, StorageError, UsageError
 from criss.history import COUNTERS, QueryHistory
 from criss.joins import JoinOptimizer
 from criss.planner import Lease, QueryRecord, plan_query
+from criss.planner.executions import ExecutionFacts, cache_read_facts, facts_from_execution
 from criss.planner.explain import format_explain
-from criss.planner.learning import (
-    ExecutionFacts,
-    Learning,
-    cache_read_facts,
-    facts_from_execution,
-)
+from criss.planner.learning import Learning
 from criss.planner.spark_cache import (
     PendingCache,
     commit_cached,

@@ -37,14 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from criss.policies.benefit import BenefitModel, transfer_seconds
+from criss.policies.first_sight import (
+    Verdict,
+    eager_verdict,
+    parameter_free_verdict,
+)
 from criss.policies.reasons import (
     BYTES_SOURCE,
     CACHE,
     ESTIMATE,
-    HOME_REPEATS,
     MEASURED,
     SKIP,
-    TEMPLATE_REPEATS,
     TEMPLATE_SOURCE,
     Decision,
 )
@@ -52,13 +55,11 @@ from criss.policies.selection import (
     Candidate,
     best_per_branch,
     collect_score,
-    guess_score,
     keeps_most_rows,
     measured_score,
     shared_bases,
 )
 from criss.qtree.canonical import ROW_LIMITS
-from criss.qtree.lineage import max_rows, output_width
 from criss.qtree.plan import PlanNode, within
 from criss.qtree.rewrite import copy_kind, result_node, storable, table_copy, unprojected_scan
 from criss.qtree.templates import TemplateRecurrence, TemplateStats
@@ -89,18 +90,13 @@ FIRST_SIGHT_SECONDS = 0.012
 #: limit, 0.53 over other results' first occurrences
 #: (experiments/results/issue22/session36/first-sight-extras.out).
 IN_ACTION_BUILD_SHARE = 0.5
-#: Bytes per column per row that bound a result whose rows its shape bounds (an aggregate
-#: without grouping, a limit): above Spark's default sizes of the atomic types (1-20 bytes).
-BOUNDED_COLUMN_BYTES = 64
-#: Columns assumed where a result's width is not known from its canonical arguments.
-UNKNOWN_WIDTH = 32
-#: Queries the home's share of repeats counts as beside a first-seen result's template's
-#: own queries under other values: with none, the home's share alone; after a few of its
-#: own, mostly the template's (a template whose values never come back stops being cached
-#: on first sight while others still are).
-TEMPLATE_PRIOR_QUERIES = 2.0
-#: Repeats per first-seen result beyond which more make no difference to a decision.
-MAX_EXPECTED_REPEATS = 100.0
+#: Seconds an action takes longer for each operator under its result that it builds
+#: Spark's cache of, beside building the rows (Spark computes the cached plan as a stage of
+#: its own first). Measured side by side at SF 1 (experiments/results/issue20/session66/):
+#: TPC-H v60 statements caching the subtree they share with their original, against the
+#: same statements caching only their result: +0.05 to +0.87 s over six templates, median
+#: 0.36 s, for subtrees of 0.1-2 MB.
+IN_ACTION_INTERMEDIATE_SECONDS = 0.36
 
 
 @dataclass(frozen=True)
@@ -140,6 +136,10 @@ class CachingRules:
     #: (what ``expected_parameter_free_reuses`` leans on while its own chances are few).
     new_values_share: float = 0.5
     base_share: float = 0.0  # of its benefit a cached operator's base keeps; 0: no base
+    #: Share of the measured operators under a result cached here that a later query read,
+    #: and the reads one is expected to get from it.
+    reread_share: float = 0.5
+    expected_rereads: float = 1.0
 
     @property
     def load_bandwidth(self) -> float:
@@ -260,19 +260,11 @@ class _Place:
         return self.is_result and self.whole_result_returned
 
 
-@dataclass(frozen=True)
-class _Verdict:
-    """An operator judged alone: eligible with a score, or not, and why."""
-
-    score: tuple[float, ...] | None
-    decision: Decision
-
-
 def _verdict(
     node: PlanNode, place: _Place, facts: QueryFacts, rules: CachingRules, free: bool
-) -> _Verdict:
-    def no(reason: str, source: str | None = None, **numbers: Any) -> _Verdict:
-        return _Verdict(None, Decision(SKIP, reason, numbers, source))
+) -> Verdict:
+    def no(reason: str, source: str | None = None, **numbers: Any) -> Verdict:
+        return Verdict(None, Decision(SKIP, reason, numbers, source))
 
     is_result = place.is_result
 
@@ -292,17 +284,17 @@ def _verdict(
 
 def _measured_verdict(
     node: PlanNode, place: _Place, stats: NodeStats, facts: QueryFacts, rules: CachingRules
-) -> _Verdict:
+) -> Verdict:
     is_result = place.is_result
     source = stats.stats_source or MEASURED
     table = facts.table_rows.get(node.path)
     if not is_result and node.path in facts.table_rows and keeps_most_rows(stats.rows, table):
         numbers = {"rows": stats.rows, "table_rows": table}
         reason = copy_kind(node) + "_most_rows"
-        return _Verdict(None, Decision(SKIP, reason, numbers, source))
+        return Verdict(None, Decision(SKIP, reason, numbers, source))
     if not is_result and stats.texec is not None and stats.texec < rules.min_texec:
         numbers = {"texec": stats.texec, "min_texec": rules.min_texec}
-        return _Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
+        return Verdict(None, Decision(SKIP, "cheap_to_compute", numbers, source))
     built = rules.build_bandwidth(place.materialized)
     benefit = rules.benefit(stats, built)
     numbers = {
@@ -317,8 +309,34 @@ def _measured_verdict(
     }
     score = measured_score(benefit)
     if score is None:
-        return _Verdict(None, Decision(SKIP, "no_benefit", numbers, source))
-    return _Verdict(score, Decision(CACHE, "largest_benefit", numbers, source))
+        return Verdict(None, Decision(SKIP, "no_benefit", numbers, source))
+    if not is_result and built is not None:
+        rarely = _rarely_read_again(stats, built, numbers, rules)
+        if rarely is not None:
+            return Verdict(None, Decision(SKIP, "rarely_read_again", rarely, source))
+    return Verdict(score, Decision(CACHE, "largest_benefit", numbers, source))
+
+
+def _rarely_read_again(
+    stats: NodeStats, built: float, numbers: dict[str, Any], rules: CachingRules
+) -> dict[str, Any] | None:
+    """The numbers that veto caching a measured operator under the result by the user's
+    action, or None: the reads such operators were measured to get here (not the references
+    that made it worth caching in the benefit model) would not save what caching it costs:
+    building and writing its rows, and the time the action takes longer for each operator
+    under its result that it caches."""
+    reads = rules.expected_rereads
+    transfer, store = transfer_seconds(stats.size_bytes or 0, rules.load_bandwidth, built)
+    value = reads * ((stats.texec or 0.0) - transfer) - store - IN_ACTION_INTERMEDIATE_SECONDS
+    if value > 0:
+        return None
+    return {
+        **numbers,
+        "expected_rereads": reads,
+        "reread_share": rules.reread_share,
+        "in_action_seconds": IN_ACTION_INTERMEDIATE_SECONDS,
+        "expected_gain": value,
+    }
 
 
 def _unmeasured_verdict(
@@ -328,14 +346,14 @@ def _unmeasured_verdict(
     facts: QueryFacts,
     rules: CachingRules,
     free: bool,
-) -> _Verdict:
+) -> Verdict:
     is_result = place.is_result
     if not is_result and unprojected_scan(node):
-        return _Verdict(None, Decision(SKIP, "unprojected_scan"))
+        return Verdict(None, Decision(SKIP, "unprojected_scan"))
     if not is_result and table_copy(node):
-        return _Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
+        return Verdict(None, Decision(SKIP, "table_copy_unmeasured"))
     if not is_result and node.path in facts.table_rows:
-        return _Verdict(None, Decision(SKIP, copy_kind(node) + "_unmeasured"))
+        return Verdict(None, Decision(SKIP, copy_kind(node) + "_unmeasured"))
     size, numbers = _estimate(node, facts, rules, is_result)
     numbers = {"ref": stats.ref, "min_ref": rules.min_ref, **numbers}
     eager = is_result and rules.eager_results and stats.ref < rules.min_ref
@@ -344,17 +362,17 @@ def _unmeasured_verdict(
     # benefit model judges it: the first repeat of a query that reads back cheaply is served
     if numbers["estimated_texec"] < rules.min_texec and not eager:
         reason = "below_min_texec" if size is None else "below_min_texec_template"
-        return _Verdict(None, Decision(SKIP, reason, numbers, ESTIMATE))
+        return Verdict(None, Decision(SKIP, reason, numbers, ESTIMATE))
     if stats.ref >= rules.min_ref:
         score = collect_score(stats.ref, node.height)
-        return _Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
+        return Verdict(score, Decision(CACHE, "collect_statistics", numbers, ESTIMATE))
     if eager:
         recurrence = facts.recurrences.get(node.fingerprint)
         built = rules.build_bandwidth(place.materialized)
-        return _eager_verdict(node, stats, size, numbers, rules, recurrence, built)
+        return eager_verdict(node, stats, size, numbers, rules, recurrence, built)
     if free:
-        return _parameter_free_verdict(node, stats, size, numbers, rules)
-    return _Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
+        return parameter_free_verdict(node, stats, size, numbers, rules)
+    return Verdict(None, Decision(SKIP, "below_min_ref", numbers, ESTIMATE))
 
 
 def _estimate(
@@ -388,134 +406,6 @@ def _estimate(
     return None, numbers
 
 
-def _eager_verdict(
-    node: PlanNode,
-    stats: NodeStats,
-    size: float | None,
-    numbers: dict[str, Any],
-    rules: CachingRules,
-    recurrence: TemplateRecurrence | None,
-    built: float | None,
-) -> _Verdict:
-    """A first-seen result, valued by the benefit model with the repeats it can expect
-    (:func:`expected_result_repeats`), less what caching it on first sight adds: storing
-    it at ``built`` where the action builds rows it would not materialize (under a
-    limit)."""
-    repeats, recurred = expected_result_repeats(rules.expected_repeats, recurrence)
-    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, repeats, built)
-    numbers = {
-        **numbers,
-        "max_rows": max_rows(node),
-        "expected_repeats": repeats,
-        "in_action_build_share": rules.in_action_build_share if built else 0.0,
-        **recurred,
-    }
-    if gain <= 0 or measured_score(benefit) is None:
-        return _Verdict(None, Decision(SKIP, "eager_no_benefit", numbers, ESTIMATE))
-    score = collect_score(stats.ref, node.height)
-    return _Verdict(score, Decision(CACHE, "eager_result", numbers, ESTIMATE))
-
-
-def expected_result_repeats(
-    home: float, recurrence: TemplateRecurrence | None
-) -> tuple[float, dict[str, Any]]:
-    """Repeats a first-seen result can expect, and the numbers they came from: ``home``,
-    those measured over the home's recent queries; where its template was seen under
-    other values, the share of its template's queries that were repeats, with the home's
-    share counted as ``TEMPLATE_PRIOR_QUERIES`` more queries (a drifting template whose
-    values never recur expects few, however often the home's other queries repeat)."""
-    if recurrence is None or recurrence.queries <= 0:
-        return home, {"repeats_source": HOME_REPEATS}
-    home_share = home / (1 + home)
-    share = (recurrence.repeats + TEMPLATE_PRIOR_QUERIES * home_share) / (
-        recurrence.queries + TEMPLATE_PRIOR_QUERIES
-    )
-    numbers = {
-        "template_queries": recurrence.queries,
-        "template_repeats": recurrence.repeats,
-        "home_repeat_share": home_share,
-        "template_prior_queries": TEMPLATE_PRIOR_QUERIES,
-    }
-    source = TEMPLATE_REPEATS.format(**numbers)
-    return expected_more(share), {**numbers, "repeats_source": source}
-
-
-def expected_more(share: float) -> float:
-    """How many more times something comes back when a ``share`` of its chances did (a
-    geometric run: share ÷ (1 − share)), bounded by what changes any decision."""
-    if share >= 1:
-        return MAX_EXPECTED_REPEATS
-    return min(share / (1 - share), MAX_EXPECTED_REPEATS)
-
-
-def _parameter_free_verdict(
-    node: PlanNode,
-    stats: NodeStats,
-    size: float | None,
-    numbers: dict[str, Any],
-    rules: CachingRules,
-) -> _Verdict:
-    """A first-seen parameter-free aggregate under the result, valued by the benefit model
-    with the reuses by other statements one is measured to get here. Ranked below every
-    measured operator of its branch: it is cached on a guess."""
-    reuses = rules.expected_parameter_free_reuses
-    built = rules.build_bandwidth(False)
-    # caching it in the action changes the plan Spark runs as caching a result does
-    gain, benefit, numbers = _first_sight_value(node, stats, size, numbers, rules, reuses, built)
-    numbers = {
-        **numbers,
-        "expected_reuses": reuses,
-        "new_values_share": rules.new_values_share,
-        "in_action_build_share": rules.in_action_build_share if built else 0.0,
-    }
-    if gain <= 0 or measured_score(benefit) is None:
-        return _Verdict(None, Decision(SKIP, "eager_parameter_free_no_benefit", numbers, ESTIMATE))
-    return _Verdict(guess_score(gain), Decision(CACHE, "eager_parameter_free", numbers, ESTIMATE))
-
-
-def _first_sight_value(
-    node: PlanNode,
-    stats: NodeStats,
-    size: float | None,
-    numbers: dict[str, Any],
-    rules: CachingRules,
-    expected: float,
-    built: float | None = None,
-) -> tuple[float, float, dict[str, Any]]:
-    """What caching a first-seen operator is worth on estimates: the seconds its
-    ``expected`` later uses save, less storing it (at ``built`` where the action builds
-    Spark's cache of it on the way) and the first sight's added time; the benefit model's
-    value; and the numbers both came from. ``size``: as its template measured it, else
-    estimated from the bytes it reads."""
-    if size is None:
-        size = estimated_result_size(node, numbers["scanned_bytes"], rules.result_ratio)
-    texec = numbers["estimated_texec"]
-    transfer, store = transfer_seconds(size, rules.load_bandwidth, built or rules.store_bandwidth)
-    gain = expected * (texec - transfer) - store - rules.first_sight_seconds
-    benefit = rules.benefit_of(stats, expected, texec, size, built)
-    numbers = {
-        **numbers,
-        "estimated_size": size,
-        "result_ratio": rules.result_ratio,
-        "first_sight_seconds": rules.first_sight_seconds,
-        "expected_gain": gain,
-        "benefit": benefit,
-    }
-    return gain, benefit, numbers
-
-
-def estimated_result_size(node: PlanNode, scanned: int, result_ratio: float) -> float:
-    """Bytes a first-seen result is expected to take: its input bytes at the learned result
-    ratio, or less where its shape bounds its rows (a one-row aggregate is tiny however
-    much it reads, and the ratio, learned over results of every size, would say otherwise)."""
-    size = scanned * result_ratio
-    rows = max_rows(node)
-    if rows is None:
-        return size
-    width = output_width(node) or UNKNOWN_WIDTH
-    return min(size, float(rows * width * BOUNDED_COLUMN_BYTES))
-
-
 def stages_of(
     node: PlanNode, served: Collection[tuple[int, ...]] = (), *, cache_reads_count: bool = True
 ) -> int:
@@ -542,7 +432,7 @@ def _whole_result(result: PlanNode, facts: QueryFacts) -> set[tuple[int, ...]]:
 def _best_per_branch(
     tree: PlanNode,
     result: PlanNode,
-    verdicts: Mapping[tuple[int, ...], _Verdict],
+    verdicts: Mapping[tuple[int, ...], Verdict],
     facts: QueryFacts,
     base_share: float = 0.0,
 ) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
@@ -572,7 +462,7 @@ def _best_per_branch(
 
 def _final(
     path: tuple[int, ...],
-    verdict: _Verdict,
+    verdict: Verdict,
     chosen: set[tuple[int, ...]],
     result_path: tuple[int, ...],
     rules: CachingRules,

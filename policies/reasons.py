@@ -121,6 +121,13 @@ REASONS: Mapping[str, str] = {
         "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
         "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
     ),
+    "rarely_read_again": (
+        "seen {ref}x, benefit {benefit:.3g} (Texec {texec:.3f}s, {size_bytes} bytes), but of "
+        "the operators under a result cached here {reread_share:.0%} were read by a later "
+        "query: the {expected_rereads:.2f} reads expected would not pay for caching it in the "
+        "action (expected gain {expected_gain:.3f}s, with {in_action_seconds:.2f}s the action "
+        "takes longer for each operator under its result it caches)"
+    ),
     "below_min_ref": "seen {ref}x; cached to collect statistics from {min_ref}x",
     "cheap_to_compute": (
         "measured Texec {texec:.3f}s < min_texec {min_texec}s: inside a query, cheaper to "

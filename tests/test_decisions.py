@@ -9,13 +9,8 @@ import pytest
 from test_canonical_rules import with_paths
 
 from criss.policies import get_policy
-from criss.policies.decisions import (
-    BOUNDED_COLUMN_BYTES,
-    FIRST_SIGHT_SECONDS,
-    CachingRules,
-    QueryFacts,
-    decide_caching,
-)
+from criss.policies.decisions import FIRST_SIGHT_SECONDS, CachingRules, QueryFacts, decide_caching
+from criss.policies.first_sight import BOUNDED_COLUMN_BYTES
 from criss.policies.reasons import CACHE, ESTIMATE, REASONS, REUSE, SKIP, Decision, describe
 from criss.qtree.lineage import max_rows
 from criss.qtree.plan import Expr, PlanNode
@@ -382,6 +377,11 @@ def test_every_reason_renders_with_its_numbers():
         # a widening refused on its estimated rows (criss.planner.widen)
         "kept_share": 0.04,
         "max_rows": 1000,
+        # a measured operator rarely read again
+        "size_bytes": 1000,
+        "expected_rereads": 0.1,
+        "reread_share": 0.09,
+        "in_action_seconds": 0.36,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

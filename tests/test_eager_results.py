@@ -9,7 +9,8 @@ from rowcompare import assert_same_rows
 
 import criss
 from criss.planner.learning import DEFAULT_RESULT_RATIO
-from criss.policies.decisions import BOUNDED_COLUMN_BYTES, FIRST_SIGHT_SECONDS
+from criss.policies.decisions import FIRST_SIGHT_SECONDS
+from criss.policies.first_sight import BOUNDED_COLUMN_BYTES
 from criss.qtree.rewrite import result_node
 
 #: A parameter no rule reuses across values (not a range or IN list on a column).

@@ -10,7 +10,7 @@ from rowcompare import assert_same_rows
 
 import criss
 from criss.bridge import OperatorMetrics
-from criss.planner.learning import statistics_from_metrics
+from criss.planner.executions import statistics_from_metrics
 from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import Reuse, plan_reuse
 from criss.qtree.tree import EXECUTED_PLAN

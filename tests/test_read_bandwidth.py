@@ -12,7 +12,7 @@ from rowcompare import assert_same_rows
 import criss
 from criss.bridge import OperatorMetrics
 from criss.planner.decide import caching_rules
-from criss.planner.learning import cache_reads
+from criss.planner.executions import cache_reads
 from criss.qtree.plan import PlanNode
 
 MB = 1 << 20

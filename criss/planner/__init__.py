@@ -22,6 +22,7 @@ from criss.planner.decide import (
     chosen_paths,
     decide_operators,
     learn_recurrences,
+    learn_rereads,
     operator_records,
 )
 from criss.planner.lift import lift
@@ -76,6 +77,7 @@ def plan_query(
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
         learn_recurrences(session, matched)
+        learn_rereads(session, matched, decisions, served)
     work.served = tuple(served)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]

@@ -53,6 +53,8 @@ def caching_rules(session: CrissSession) -> CachingRules:
         expected_parameter_free_reuses=session.learning.expected_parameter_free_reuses,
         new_values_share=session.learning.new_values_share,
         base_share=options.base_share,
+        reread_share=session.learning.reread_share,
+        expected_rereads=session.learning.expected_rereads,
     )
 
 
@@ -95,6 +97,24 @@ def learn_recurrences(session: CrissSession, matched: Match) -> None:
         found = matched.observations.get(node.fingerprint)
         if found is not None and not node.uncacheable:
             session.learning.learn_parameter_free(found.stats.ref > 1)
+
+
+def learn_rereads(
+    session: CrissSession,
+    matched: Match,
+    decisions: dict[OperatorPath, Decision],
+    served: ServedReuses,
+) -> None:
+    """Count which measured operators under the result this query cached by their benefit,
+    and which entries it read: how often such an operator is read again is measured."""
+    result = result_node(matched.tree).path
+    nodes = {node.path: node for node in matched.tree.walk()}
+    cached = [
+        nodes[path].fingerprint
+        for path, decision in decisions.items()
+        if decision.reason == "largest_benefit" and path != result
+    ]
+    session.learning.learn_rereads(cached, [reuse.fingerprint for reuse, _ in served.values()])
 
 
 def chosen_paths(decisions: dict[OperatorPath, Decision]) -> list[OperatorPath]:

@@ -9,21 +9,18 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from criss.policies.decisions import FIRST_SIGHT_SECONDS, expected_more, stages_of
-from criss.qtree.canonical import ROW_LIMITS
-from criss.qtree.executed import PlannedQuery, standing_in
-from criss.qtree.plan import CACHE_SCAN, RDD_SCAN, PlanNode, within
-from criss.qtree.rewrite import result_node, storable
+from criss.planner.executions import ExecutionFacts
+from criss.policies.decisions import FIRST_SIGHT_SECONDS
+from criss.policies.first_sight import expected_more
+from criss.qtree.plan import PlanNode
 from criss.qtree.tree import QTree
 
 if TYPE_CHECKING:
-    from criss.bridge.listener import FinishedExecution
-    from criss.engine import CrissSession
+    pass
 
 log = logging.getLogger("criss")
 
@@ -55,8 +52,6 @@ READ_BANDWIDTH_MIN_BYTES = 1 << 20
 #: mostly fixed cost).
 DEFAULT_LOCAL_VALUE_SECONDS = 0.5e-6
 LOCAL_READ_MIN_VALUES = 50_000
-#: Operators whose output has as many rows as their single input.
-_ROW_PRESERVING = ("Project",)
 #: Weight of a new observation in the learned rates' moving averages.
 _BLEND = 0.3
 #: Queries whose result had been seen before are counted with this weight per query's
@@ -78,29 +73,13 @@ DEFAULT_LIFT_ROWS_OVERHEAD = 1.5
 #: "learn": whether its measured ratio teaches the cost ratio, "rows_ratio": the ratio of
 #: rows it was weighed at (None: unknown), "measured": whether it taught them}.
 LIFTED_RESULTS = "lift.results"
-
-
-@dataclass
-class ExecutionFacts:
-    """What one execution taught: (Texec, size, rows) per operator fingerprint, and the
-    run's totals behind the learned rates (absent for a run that measured no time)."""
-
-    statistics: dict[str, tuple[float, int, int]] = field(default_factory=dict)
-    seconds: float = 0.0
-    compute_seconds: float = 0.0
-    stages: int = 0
-    scanned_bytes: int = 0
-    result_bytes: int | None = None
-    #: The action's write-through steps (criss.bridge.WrittenStep): what they wrote.
-    written: list[Any] = field(default_factory=list)
-    #: Partitions written from Spark's cache (criss.planner.spark_cache.CachedWrite).
-    cached: list[Any] = field(default_factory=list)
-    #: Join key measurements run after an action: meta key → {"rows", "ndv"}.
-    measured: dict[str, Any] = field(default_factory=dict)
-    #: Bytes of cached entries' files the action's scans read, and the seconds they took
-    #: (their task time spread over the application's task slots).
-    cache_read_bytes: int = 0
-    cache_read_seconds: float = 0.0
+#: QTree meta: {"queries": queries planned since the first pending one, "pending": the
+#: measured operators under a result cached by their benefit that no query read yet, each
+#: with the query that cached it}.
+REREADS_PENDING = "reread.pending"
+#: Queries after which such an operator that none of them read counts as not read again.
+REREAD_WINDOW = 20
+_REREADS = ("recent_rereads", "recent_reread_chances")
 
 
 class Learning:
@@ -175,6 +154,36 @@ class Learning:
         """Count a parameter-free aggregate of a new statement that had (or had not) been
         seen before, in another statement."""
         self._count_recent(("recent_parameter_free_seen", "recent_parameter_free"), seen_before)
+
+    @property
+    def reread_share(self) -> float:
+        """Share of the recent measured operators under a result, cached by their benefit,
+        that a query read within ``REREAD_WINDOW`` queries (one in two assumed besides):
+        how well having been seen twice foretells another read here."""
+        return self._recent_share(_REREADS)
+
+    @property
+    def expected_rereads(self) -> float:
+        return expected_more(self.reread_share)
+
+    def learn_rereads(self, cached: Collection[str], read: Collection[str]) -> None:
+        """Count one planned query: the pending operators it ``read`` (entry keys) as read
+        again, those pending for more than ``REREAD_WINDOW`` queries as not, and the
+        measured operators under its result it ``cached`` as pending."""
+        state = self.qtree.meta(REREADS_PENDING) or {"queries": 0, "pending": {}}
+        pending: dict[str, int] = dict(state["pending"])
+        if not pending and not cached:
+            return
+        queries = state["queries"] + 1
+        for key in read:
+            if pending.pop(key, None) is not None:
+                self._count_recent(_REREADS, True)
+        for key, at in list(pending.items()):
+            if queries - at > REREAD_WINDOW:
+                del pending[key]
+                self._count_recent(_REREADS, False)
+        pending.update(dict.fromkeys(cached, queries))
+        self.qtree.set_meta(REREADS_PENDING, {"queries": queries, "pending": pending})
 
     def _recent_share(self, names: tuple[str, str]) -> float:
         """Hits over chances of the recent counts ``names``, one in two assumed besides."""
@@ -450,151 +459,3 @@ class Learning:
 def _timed(read: Callable[[float], Any], ratio: float) -> tuple[Any, float]:
     started = time.perf_counter()
     return read(ratio), time.perf_counter() - started
-
-
-def statistics_from_metrics(
-    tree: PlanNode,
-    metrics: dict[tuple[int, ...], Any],
-    wanted: set[str],
-    wall: float,
-    parquet_ratio: float,
-    stand_ins: Mapping[tuple[int, ...], str] | None = None,
-) -> dict[str, tuple[float, int, int]]:
-    """(Texec, size, rows) of the ``wanted`` operators of an executed ``tree``, by their
-    fingerprint, or by the planned one of the operator they stand in for, by path
-    (``stand_ins``: criss.qtree.executed.standing_in).
-
-    Texec is the operator's subtree's share of the job's ``wall`` seconds by task time;
-    size is rows × default row width × the Parquet ratio; a Project has its input's rows.
-    """
-    stand_ins = stand_ins or {}
-    total = sum(m.task_seconds for m in metrics.values())
-    if total <= 0:
-        return {}
-
-    def rows_of(n: PlanNode) -> int | None:
-        m = metrics.get(n.path)
-        if m is not None and m.rows is not None:
-            return m.rows
-        if n.op in _ROW_PRESERVING and len(n.children) == 1:
-            return rows_of(n.children[0])
-        return None
-
-    estimates = {}
-    for n in tree.walk():
-        fingerprint = stand_ins.get(n.path, n.fingerprint)
-        rows = rows_of(n) if fingerprint in wanted and n.path in metrics else None
-        if rows is None:
-            continue
-        depth = len(n.path)
-        inside = sum(m.task_seconds for p, m in metrics.items() if p[:depth] == n.path)
-        size = rows * metrics[n.path].row_width * parquet_ratio
-        texec = wall * inside / total
-        known = estimates.get(fingerprint)
-        # an operator twice in one plan (TPC-H Q11's subquery) may be computed once and
-        # reused by Spark the second time: the instance that did the work counts
-        if known is None or texec > known[0]:
-            estimates[fingerprint] = (texec, int(size), rows)
-    return estimates
-
-
-def facts_from_execution(
-    session: CrissSession,
-    finished: FinishedExecution,
-    parquet_ratio: float,
-    wanted: Collection[str] | None = None,
-    planned: PlannedQuery | None = None,
-) -> ExecutionFacts | None:
-    """What a finished action taught: statistics of every operator it computed in full
-    (only of ``wanted`` fingerprints, if given; those above what the cache served under
-    their ``planned`` fingerprints), and its totals for the learned rates (none where it
-    read a relation of Spark's cache). None for Criss's own writes of a computed result
-    (a scan of an RDD: nothing the QTree knows)."""
-    captured, metrics = finished.statistics(session.bridge)
-    tree = session.canonical_tree(captured)
-    leaves = {leaf.op for leaf in tree.leaves()}
-    if RDD_SCAN in leaves:
-        return None
-    partial = _read_partially(tree)
-    renamed = {} if planned is None else standing_in(tree, planned)
-    computed = {
-        renamed.get(n.path, n.fingerprint)
-        for n in tree.walk()
-        if storable(n) and not within(n.path, partial)
-    }
-    wanted = computed if wanted is None else computed.intersection(wanted)
-    statistics = statistics_from_metrics(
-        tree, metrics, wanted, finished.seconds, parquet_ratio, renamed
-    )
-    result = result_node(tree)
-    known = statistics.get(result.fingerprint)
-    read_bytes, read_seconds = wall_cache_reads(session, tree, metrics)
-    # a relation of Spark's cache was filled by a plan whose stages and task time this
-    # one's metrics do not hold (for a first-seen result cached by its action: all of
-    # them): its run teaches no per-stage seconds, which would be the whole action's
-    whole = CACHE_SCAN not in leaves
-    served = planned is not None  # (planned_query gives None where nothing was served)
-    return ExecutionFacts(
-        statistics,
-        seconds=finished.seconds,
-        compute_seconds=sum(m.task_seconds for m in metrics.values()) / session.bridge.parallelism,
-        stages=stages_of(tree) if whole else 0,
-        scanned_bytes=tree.scanned_bytes,
-        # a result over cached entries says nothing of result bytes per table byte
-        result_bytes=None if known is None or partial or served or read_bytes else known[1],
-        cache_read_bytes=read_bytes,
-        cache_read_seconds=read_seconds,
-    )
-
-
-def cache_read_facts(session: CrissSession, finished: FinishedExecution) -> ExecutionFacts:
-    """What a finished action's reads of cached entries took, and nothing else (an action
-    the cache served in full computed no operator of its own)."""
-    captured, metrics = finished.statistics(session.bridge)
-    tree = session.canonical_tree(captured)
-    read_bytes, seconds = wall_cache_reads(session, tree, metrics)
-    return ExecutionFacts(cache_read_bytes=read_bytes, cache_read_seconds=seconds)
-
-
-def wall_cache_reads(
-    session: CrissSession, tree: PlanNode, metrics: Mapping[tuple[int, ...], Any]
-) -> tuple[int, float]:
-    """``cache_reads`` of an executed plan with their task seconds spread over the task
-    slots Spark had (the wall time reading took)."""
-    read_bytes, seconds = cache_reads(tree, metrics, session.cache.locations())
-    return read_bytes, (seconds / session.bridge.task_slots() if read_bytes else 0.0)
-
-
-def cache_reads(
-    tree: PlanNode, metrics: Mapping[tuple[int, ...], Any], locations: Collection[str]
-) -> tuple[int, float]:
-    """Bytes of cached entries' files an executed ``tree`` read and the task seconds its
-    scans of them took: the scans (credited to the filter or projection over their file
-    relation) whose every file relation has every root under one of the tiers'
-    ``locations``. A scan Spark did not time (not vectorized) is left out."""
-    nodes = {n.path: n for n in tree.walk()}
-    read_bytes, seconds = 0, 0.0
-    for path, found in metrics.items():
-        node = nodes.get(path)
-        if node is None or not found.file_bytes or found.scan_seconds <= 0:
-            continue
-        roots = [root for leaf in node.leaves() for root in (leaf.relation or {}).get("roots", ())]
-        if roots and all(any(location in root for location in locations) for root in roots):
-            read_bytes += found.file_bytes
-            seconds += found.scan_seconds
-    return read_bytes, seconds
-
-
-def _read_partially(tree: PlanNode) -> list[tuple[int, ...]]:
-    """Paths of subtrees an early-stopping limit may have read only in part (``show()``,
-    ``first()``): their rows and time are not the operator's. A limit over a sort reads
-    everything (the top rows are only known at the end)."""
-    partial = []
-    for node in tree.walk():
-        if node.op in ROW_LIMITS and node.children:
-            child = node.children[0]
-            while child.op in ("Project", *ROW_LIMITS) and child.children:
-                child = child.children[0]  # ORDER BY ... LIMIT: GlobalLimit(LocalLimit(Sort))
-            if child.op != "Sort":
-                partial.append(node.children[0].path)
-    return partial

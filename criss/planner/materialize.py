@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from criss.bridge import PartitionedResult
 from criss.bridge.spark_cache import CachedResult
 from criss.errors import StorageError
-from criss.planner.learning import ExecutionFacts, statistics_from_metrics, wall_cache_reads
+from criss.planner.executions import ExecutionFacts, statistics_from_metrics, wall_cache_reads
 from criss.planner.workspace import Workspace
 from criss.qtree.executed import PlannedQuery, planned_query, standing_in
 from criss.qtree.plan import PlanNode, within

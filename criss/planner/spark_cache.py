@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from criss.bridge.spark_cache import CachedResult
-from criss.planner.learning import ExecutionFacts
+from criss.planner.executions import ExecutionFacts
 from criss.planner.materialize import (
     computed_below,
     planned_below,

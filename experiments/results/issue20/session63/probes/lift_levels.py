@@ -24,7 +24,7 @@ import collections
 import json
 import sys
 
-from criss.policies.decisions import expected_more
+from criss.policies.first_sight import expected_more
 
 PRIOR_QUERIES = 2.0
 LIFTED = ("lift_pays", "lift_eager")

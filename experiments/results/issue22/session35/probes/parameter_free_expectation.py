@@ -13,7 +13,7 @@ import json
 import sys
 
 from criss.planner.learning import Learning
-from criss.policies.decisions import expected_more
+from criss.policies.first_sight import expected_more
 from experiments.summary import statement_keys
 
 #: TPC-H templates with an aggregate no parameter selects the rows of (criss.qtree.parameters).
