@@ -27,6 +27,10 @@ repeats are measured: how often a query's result had been seen before, over the 
 recent queries (an analyst re-running queries; a stream of ever new parameters). The
 result's size is estimated from the learned result bytes per input byte, or bounded by its
 shape where that bounds its rows (a global aggregate is one row, a limit at most its value).
+Those first-sight valuations are :mod:`criss.policies.first_sight`'s. A measured operator
+under the result that the user's action would cache is held, besides, to the reads such
+operators were measured to get in the home (``rarely_read_again``): the references that
+make its benefit do not foretell them where statements share a subtree once and move on.
 The reasons are worded in :mod:`criss.policies.reasons`.
 """
 
