@@ -94,13 +94,15 @@ FIRST_SIGHT_SECONDS = 0.012
 #: limit, 0.53 over other results' first occurrences
 #: (experiments/results/issue22/session36/first-sight-extras.out).
 IN_ACTION_BUILD_SHARE = 0.5
-#: Seconds an action takes longer for each operator under its result that it builds
-#: Spark's cache of, beside building the rows (Spark computes the cached plan as a stage of
-#: its own first). Measured side by side at SF 1 (experiments/results/issue20/session66/):
+#: What an action takes longer for each operator under its result that it builds Spark's
+#: cache of, beside building the rows, as a share of the operator's Texec (Spark computes
+#: the cached plan first, as a query stage of its own, and nothing else of the query runs
+#: beside it). Measured side by side at SF 1 (experiments/results/issue20/session66/):
 #: TPC-H v60 statements caching the subtree they share with their original, against the
-#: same statements caching only their result: +0.05 to +0.87 s over six templates, median
-#: 0.36 s, for subtrees of 0.1-2 MB.
-IN_ACTION_INTERMEDIATE_SECONDS = 0.36
+#: same statements caching only their result, six templates in two runs: from -0.10 to
+#: 1.2 of the subtree's Texec (Q10 twice +0.49 s for 0.41 s, Q21 within the spread for
+#: 3 s), median 0.19; in seconds, median 0.20.
+IN_ACTION_INTERMEDIATE_SHARE = 0.2
 
 
 @dataclass(frozen=True)
@@ -327,18 +329,19 @@ def _rarely_read_again(
     """The numbers that veto caching a measured operator under the result by the user's
     action, or None: the reads such operators were measured to get here (not the references
     that made it worth caching in the benefit model) would not save what caching it costs:
-    building and writing its rows, and the time the action takes longer for each operator
-    under its result that it caches."""
+    building and writing its rows, and the time the action takes longer for it (a share of
+    its Texec)."""
     reads = rules.expected_rereads
     transfer, store = transfer_seconds(stats.size_bytes or 0, rules.load_bandwidth, built)
-    value = reads * ((stats.texec or 0.0) - transfer) - store - IN_ACTION_INTERMEDIATE_SECONDS
+    texec = stats.texec or 0.0
+    value = reads * (texec - transfer) - store - IN_ACTION_INTERMEDIATE_SHARE * texec
     if value > 0:
         return None
     return {
         **numbers,
         "expected_rereads": reads,
         "reread_share": rules.reread_share,
-        "in_action_seconds": IN_ACTION_INTERMEDIATE_SECONDS,
+        "in_action_seconds": IN_ACTION_INTERMEDIATE_SHARE * texec,
         "expected_gain": value,
     }
 
