@@ -108,9 +108,8 @@ def learn_rereads(
     """Count which measured operators under the result this query cached by their benefit,
     and which entries it read: how often such an operator is read again is measured."""
     result = result_node(matched.tree).path
-    nodes = {node.path: node for node in matched.tree.walk()}
     cached = [
-        nodes[path].fingerprint
+        matched.tree.at(path).fingerprint
         for path, decision in decisions.items()
         if decision.reason == "largest_benefit" and path != result
     ]

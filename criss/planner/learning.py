@@ -11,16 +11,13 @@ import threading
 import time
 from collections.abc import Callable, Collection, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from criss.planner.executions import ExecutionFacts
 from criss.policies.decisions import FIRST_SIGHT_SECONDS
 from criss.policies.first_sight import expected_more
 from criss.qtree.plan import PlanNode
 from criss.qtree.tree import QTree
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("criss")
 
@@ -88,6 +85,8 @@ class Learning:
     def __init__(self, qtree: QTree) -> None:
         self.qtree = qtree
         self._rates: dict[str, float] = {}
+        #: REREADS_PENDING, read from the QTree once and written through (as the rates).
+        self._rereads: dict[str, Any] | None = None
         self._harvester: ThreadPoolExecutor | None = None
         self._harvests: list[tuple[Future, frozenset[str] | None]] = []
         self._lock = threading.Lock()
@@ -170,11 +169,12 @@ class Learning:
         """Count one planned query: the pending operators it ``read`` (entry keys) as read
         again, those pending for more than ``REREAD_WINDOW`` queries as not, and the
         measured operators under its result it ``cached`` as pending."""
-        state = self.qtree.meta(REREADS_PENDING) or {"queries": 0, "pending": {}}
-        pending: dict[str, int] = dict(state["pending"])
+        if self._rereads is None:
+            self._rereads = self.qtree.meta(REREADS_PENDING) or {"queries": 0, "pending": {}}
+        pending: dict[str, int] = dict(self._rereads["pending"])
         if not pending and not cached:
             return
-        queries = state["queries"] + 1
+        queries = self._rereads["queries"] + 1
         for key in read:
             if pending.pop(key, None) is not None:
                 self._count_recent(_REREADS, True)
@@ -183,7 +183,8 @@ class Learning:
                 del pending[key]
                 self._count_recent(_REREADS, False)
         pending.update(dict.fromkeys(cached, queries))
-        self.qtree.set_meta(REREADS_PENDING, {"queries": queries, "pending": pending})
+        self._rereads = {"queries": queries, "pending": pending}
+        self.qtree.set_meta(REREADS_PENDING, self._rereads)
 
     def _recent_share(self, names: tuple[str, str]) -> float:
         """Hits over chances of the recent counts ``names``, one in two assumed besides."""
