@@ -141,8 +141,9 @@ class QueryRecord:
     captured: Any = None
     #: What each join optimization decided for each join (criss.joins.JoinChoice).
     joins: list[Any] = field(default_factory=list)
-    #: Each aggregate weighed for lifting and selection for widening (``kind``
-    #: ``selection``): path, fingerprint and its decision's JSON (criss.policies.lifting).
+    #: Each aggregate weighed for lifting, selection for widening (``kind`` ``selection``)
+    #: and result served by a roll-up weighed for caching as itself (``kind`` ``result``):
+    #: path, fingerprint and its decision's JSON (criss.policies.lifting).
     lifts: list[dict[str, Any]] = field(default_factory=list)
     #: Why what was chosen for caching was written by a job of Criss's own instead of by the
     #: tasks of the user's action (None: nothing chosen, or written through).

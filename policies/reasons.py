@@ -154,6 +154,18 @@ REASONS: Mapping[str, str] = {
         "not lifted: measured Texec {texec:.3f}s under other parameters < min_texec {min_texec}s"
     ),
     "lift_too_large": "not lifted: {why}",
+    "rolled_up_result_cached": (
+        "result cached as itself: {expected_repeats:.2f} repeats expected x (a roll-up, "
+        "~{roll_up_seconds:.3f}s, against reading it, {read_seconds:.3f}s) save {gain:.3f}s "
+        "more than caching it costs ({write_seconds:.3f}s to write, {first_sight_seconds:.3f}s "
+        "in the action)"
+    ),
+    "rolled_up_result_not_cached": (
+        "result not cached as itself: {expected_repeats:.2f} repeats expected x (a roll-up, "
+        "~{roll_up_seconds:.3f}s, against reading it, {read_seconds:.3f}s) do not pay for "
+        "caching it ({write_seconds:.3f}s to write, {first_sight_seconds:.3f}s in the "
+        "action): gain {gain:.3f}s"
+    ),
     "lift_refused": "not lifted: refused before ({why})",
     "lift_not_decomposable": "not lifted: {why}",
     # widening a selection to the conditions its template shares (criss.planner.widen)

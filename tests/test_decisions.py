@@ -382,6 +382,8 @@ def test_every_reason_renders_with_its_numbers():
         "expected_rereads": 0.1,
         "reread_share": 0.09,
         "in_action_seconds": 0.36,
+        # a rolled-up result weighed for caching as itself
+        "roll_up_seconds": 0.3,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))

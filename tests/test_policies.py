@@ -130,3 +130,30 @@ def test_a_lifts_cost_ratio_follows_the_rows_its_operators_output():
     assert lift_cost_ratio(prior, overhead, 1.02, 1.01) == (1.02, "selectivity")
     assert lift_cost_ratio(prior, overhead, 1.5, None) == (1.5, "selectivity")
     assert lift_cost_ratio(prior, overhead, None, None) == prior
+
+
+def test_a_rolled_up_result_is_cached_as_itself_where_its_repeats_pay():
+    """Each repeat of a result the cache serves by a roll-up reads the finer result and
+    rolls it up again; caching the result itself pays where the repeats expected (those
+    of a first-seen result, else the paper's ref) save more than writing it and what the
+    action adds cost."""
+    from criss.policies.lifting import ROLL_UP_STAGES, RolledUpResult, decide_rolled_up_result
+    from criss.policies.reasons import describe
+
+    def facts(ref=1, expected=0.6, source=0.1, size=800.0, first_sight=0.05):
+        return RolledUpResult(ref, expected, 0.15, source, size, 200e6, None, first_sight)
+
+    paying = decide_rolled_up_result(facts())
+    assert paying.action == "cache" and paying.reason == "rolled_up_result_cached"
+    roll_up = ROLL_UP_STAGES * 0.15 + 0.1
+    assert paying.numbers["roll_up_seconds"] == pytest.approx(roll_up)
+    assert paying.numbers["gain"] == pytest.approx(0.6 * (roll_up - 800 / 200e6) - 4e-6 - 0.05)
+    # a statement seen once, in a home whose statements rarely repeat: not worth it
+    rare = decide_rolled_up_result(facts(expected=0.1))
+    assert rare.action == "skip" and rare.reason == "rolled_up_result_not_cached"
+    # seen before: its references count, not the home's share
+    again = decide_rolled_up_result(facts(ref=3, expected=0.1))
+    assert again.action == "cache" and again.numbers["expected_repeats"] == 3
+    # a result as large as what it is rolled up from saves nothing by being read instead
+    assert decide_rolled_up_result(facts(ref=3, size=200e6)).action == "skip"
+    assert "repeats expected" in describe(paying) and "gain" in describe(rare)

@@ -24,6 +24,7 @@ from criss.planner.decide import (
     learn_recurrences,
     learn_rereads,
     operator_records,
+    rolled_up_result,
 )
 from criss.planner.lift import lift
 from criss.planner.match import CacheView, match
@@ -33,6 +34,7 @@ from criss.planner.spark_cache import cache_in_action
 from criss.planner.widen import widen
 from criss.planner.workspace import Lease, Workspace
 from criss.planner.writethrough import write_through
+from criss.policies.reasons import CACHE
 from criss.qtree.plan import PlanNode
 from criss.records import QueryRecord
 
@@ -76,11 +78,20 @@ def plan_query(
         session.learning.learn_local_read(values, seconds)
     with record.timed("decide"):
         decisions = decide_operators(matched, served, rules)
+        rolled_up = rolled_up_result(work, served, rules)
         learn_recurrences(session, matched)
         learn_rereads(session, matched, decisions, served)
     work.served = tuple(served)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
+    if rolled_up is not None:
+        result, decision = rolled_up
+        record.lifts.append(
+            {"path": list(result.path), "fingerprint": result.fingerprint, "kind": "result"}
+            | decision.to_json()
+        )
+        if decision.action == CACHE:  # the highest: cached over the roll-up that serves it
+            chosen.append(result)
     if chosen:
         # the user's action computes them; else a job of Criss's own, and the record says why
         record.job_reason = _cache_by_action(work, chosen)

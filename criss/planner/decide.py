@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING
 from criss.planner.match import Match
 from criss.planner.serve import ServedReuses
 from criss.planner.spark_cache import builds_spark_cache_in_action, computes_in_action
+from criss.planner.workspace import Workspace
 from criss.policies.decisions import (
     IN_ACTION_BUILD_SHARE,
     CachingRules,
     QueryFacts,
     decide_caching,
 )
+from criss.policies.first_sight import estimated_result_size, expected_result_repeats
+from criss.policies.lifting import RolledUpResult, decide_rolled_up_result
 from criss.policies.reasons import CACHE, REUSE, Decision
+from criss.qtree.plan import PlanNode
 from criss.qtree.rewrite import result_node, storable
 from criss.qtree.subsume import describe_derivation
 from criss.records import OperatorRecord, OperatorStats
@@ -75,6 +79,44 @@ def decide_operators(
     for path, (reuse, _) in served.items():
         decisions[path] = Decision(REUSE, "cached_entry", {"rule": reuse.rule})
     return decisions
+
+
+def rolled_up_result(
+    work: Workspace, served: ServedReuses, rules: CachingRules
+) -> tuple[PlanNode, Decision] | None:
+    """The query's result and whether to cache it as itself, where the cache serves the
+    whole result by rolling up a finer cached result (else None): its repeats would roll
+    it up again (criss.policies.lifting.decide_rolled_up_result). Only where first-seen
+    results are cached and the user's action computes it into Spark's cache, over the
+    roll-up it runs anyway."""
+    matched = work.matched
+    result = result_node(matched.tree)
+    found = served.get(result.path)
+    # (a finer result the action itself builds, as it lifts it, is not written yet)
+    if found is None or found[0].rule != "aggregate-rollup" or found[1].by_action:
+        return None
+    if not rules.eager_results or not builds_spark_cache_in_action(work.session):
+        return None
+    seen = matched.observations.get(result.fingerprint)
+    if seen is None or result.uncacheable or not storable(result):
+        return None
+    repeats, _ = expected_result_repeats(
+        rules.expected_repeats, matched.recurrences.get(result.fingerprint)
+    )
+    source_bytes = found[1].bytes_read
+    # the serve phase read the finer result (on the driver, or its files' listing)
+    read = work.record.phase_seconds.get("serve", 0.0)
+    facts = RolledUpResult(
+        ref=seen.stats.ref,
+        expected_repeats=repeats,
+        stage_seconds=rules.stage_seconds,
+        source_seconds=max(read, source_bytes / rules.load_bandwidth),
+        result_bytes=estimated_result_size(result, source_bytes, 1.0),
+        bandwidth=rules.load_bandwidth,
+        write_bandwidth=rules.store_bandwidth,
+        first_sight_seconds=rules.first_sight_seconds,
+    )
+    return result, decide_rolled_up_result(facts)
 
 
 def learn_recurrences(session: CrissSession, matched: Match) -> None:

@@ -7,6 +7,13 @@ from criss.qtree.subsume import derivation_text
 from criss.qtree.tree import EXECUTED_PLAN
 from criss.records import OperatorRecord, QueryRecord
 
+#: What each kind of the record's ``lifts`` weighed, as explain names it.
+LIFT_KINDS = {
+    "aggregate": "lift of Aggregate",
+    "selection": "widening of selection",
+    "result": "caching of the rolled-up result",
+}
+
 
 def format_explain(record: QueryRecord, labels: bool = True) -> str:
     """The record as text; ``labels`` names operators by their JVM plan (a walk of it each)."""
@@ -38,7 +45,7 @@ def format_explain(record: QueryRecord, labels: bool = True) -> str:
         lines.append(f"  join: {choice.describe()}")
     for lift in record.lifts:
         decision = Decision.from_json(lift)
-        what = "widening of selection" if lift.get("kind") == "selection" else "lift of Aggregate"
+        what = LIFT_KINDS.get(lift.get("kind", "aggregate"), "lift of Aggregate")
         lines.append(f"  {what} [{lift['fingerprint'][:12]}]: {describe(decision)}")
     for operator in record.operators:
         lines.append(_operator_line(record, operator, labels))

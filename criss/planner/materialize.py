@@ -123,13 +123,17 @@ def unmeasured(work: Workspace, fingerprints: frozenset[str]) -> frozenset[str]:
 
 
 def computed_below(work: Workspace, node: PlanNode) -> frozenset[str]:
-    """The storable operators under ``node`` that this query matched and computes: its
-    run measures each, again if measured before (the fastest run measured is kept)."""
+    """The storable operators under ``node`` that this query matched and computes (not
+    those the cache serves): its run measures each, again if measured before (the fastest
+    run measured is kept)."""
     observations = work.matched.observations
     return frozenset(
         n.fingerprint
         for n in node.walk()
-        if n is not node and storable(n) and n.fingerprint in observations
+        if n is not node
+        and storable(n)
+        and n.fingerprint in observations
+        and not within(n.path, work.served)
     )
 
 
