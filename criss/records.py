@@ -157,6 +157,14 @@ class QueryRecord:
     #: it serves a reuse, so it counts in both there.
     phase_seconds: dict[str, float] = field(default_factory=dict)
 
+    def note_weighed(self, node: Any, decision: Decision, kind: str | None = None) -> None:
+        """Keep a lift, widening (``kind`` ``selection``) or rolled-up result (``kind``
+        ``result``) decision on ``node`` (a PlanNode) in :attr:`lifts`."""
+        noted: dict[str, Any] = {"path": list(node.path), "fingerprint": node.fingerprint}
+        if kind is not None:
+            noted["kind"] = kind
+        self.lifts.append(noted | decision.to_json())
+
     @contextmanager
     def timed(self, phase: str) -> Iterator[None]:
         """Add the seconds the block takes to ``phase``."""

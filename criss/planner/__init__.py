@@ -34,7 +34,6 @@ from criss.planner.spark_cache import cache_in_action
 from criss.planner.widen import widen
 from criss.planner.workspace import Lease, Workspace
 from criss.planner.writethrough import write_through
-from criss.policies.reasons import CACHE
 from criss.qtree.plan import PlanNode
 from criss.records import QueryRecord
 
@@ -84,14 +83,8 @@ def plan_query(
     work.served = tuple(served)
     nodes = {node.path: node for node in matched.tree.walk()}
     chosen = [nodes[path] for path in chosen_paths(decisions)]
-    if rolled_up is not None:
-        result, decision = rolled_up
-        record.lifts.append(
-            {"path": list(result.path), "fingerprint": result.fingerprint, "kind": "result"}
-            | decision.to_json()
-        )
-        if decision.action == CACHE:  # the highest: cached over the roll-up that serves it
-            chosen.append(result)
+    if rolled_up is not None:  # the highest: cached over the roll-up that serves it
+        chosen.append(rolled_up)
     if chosen:
         # the user's action computes them; else a job of Criss's own, and the record says why
         record.job_reason = _cache_by_action(work, chosen)

@@ -81,14 +81,12 @@ def decide_operators(
     return decisions
 
 
-def rolled_up_result(
-    work: Workspace, served: ServedReuses, rules: CachingRules
-) -> tuple[PlanNode, Decision] | None:
-    """The query's result and whether to cache it as itself, where the cache serves the
-    whole result by rolling up a finer cached result (else None): its repeats would roll
-    it up again (criss.policies.lifting.decide_rolled_up_result). Only where first-seen
-    results are cached and the user's action computes it into Spark's cache, over the
-    roll-up it runs anyway."""
+def rolled_up_result(work: Workspace, served: ServedReuses, rules: CachingRules) -> PlanNode | None:
+    """The query's result to cache as itself, where the cache serves the whole result by
+    rolling up a finer cached result and its repeats would pay for it (else None): they
+    would roll it up again (criss.policies.lifting.decide_rolled_up_result, kept in the
+    record's ``lifts``). Only where first-seen results are cached and the user's action
+    computes it into Spark's cache, over the roll-up it runs anyway."""
     matched = work.matched
     result = result_node(matched.tree)
     found = served.get(result.path)
@@ -116,7 +114,9 @@ def rolled_up_result(
         write_bandwidth=rules.store_bandwidth,
         first_sight_seconds=rules.first_sight_seconds,
     )
-    return result, decide_rolled_up_result(facts)
+    decision = decide_rolled_up_result(facts)
+    work.record.note_weighed(result, decision, "result")
+    return result if decision.action == CACHE else None
 
 
 def learn_recurrences(session: CrissSession, matched: Match) -> None:

@@ -147,9 +147,7 @@ def _lift_one(
     except Exception as exc:  # any type: weighing it is Criss's own; the query runs unlifted
         log.info("aggregate %s not weighed for lifting: %s", node.fingerprint[:12], exc)
         return None
-    work.record.lifts.append(
-        {"path": list(node.path), "fingerprint": node.fingerprint, **decision.to_json()}
-    )
+    work.record.note_weighed(node, decision)
     if decision.action != CACHE:
         if decision.reason == "lift_not_decomposable":
             work.counters["lifts_not_decomposable"] += 1

@@ -95,14 +95,7 @@ def _widen_one(
     except Exception as exc:  # any type: weighing it is Criss's own; the query runs as is
         log.info("selection %s not weighed for widening: %s", node.fingerprint[:12], exc)
         return None
-    work.record.lifts.append(
-        {
-            "path": list(node.path),
-            "fingerprint": node.fingerprint,
-            "kind": "selection",
-            **decision.to_json(),
-        }
-    )
+    work.record.note_weighed(node, decision, "selection")
     if decision.action != CACHE or frame is None:
         return None
     placed = serve_from_finer(
