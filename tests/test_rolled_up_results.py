@@ -5,6 +5,8 @@ SF 0.01; rows compared with plain Spark's."""
 
 from __future__ import annotations
 
+import datetime
+
 import pytest
 from rowcompare import assert_same_rows
 
@@ -80,4 +82,35 @@ def test_without_results_cached_on_first_sight_a_rolled_up_result_is_not_weighed
     for _ in range(3):
         planned, summary, _, rolled_up = _run(cs, tpch, Q1.format(delta=90))
         assert _rolled_up(summary) == 1 and rolled_up == [], cs.explain(planned)
+    cs.close()
+
+
+def test_a_result_cached_as_itself_is_not_served_once_its_files_change(spark, tmp_path):
+    """A result cached as itself holds rows of the files it was computed from: once they
+    are rewritten, the next run gets the new rows (plain Spark's), from neither it nor the
+    finer result it was rolled up from."""
+    path = str(tmp_path / "t")
+
+    def write(factor: int) -> None:
+        rows = [
+            (i % 3, datetime.date(2020, 1, 1) + datetime.timedelta(days=i % 20), i * factor)
+            for i in range(60)
+        ]
+        frame = spark.createDataFrame(rows, "g int, d date, x int").coalesce(1)
+        frame.write.mode("overwrite").parquet(path)
+        spark.read.parquet(path).createOrReplaceTempView("rolled_t")
+
+    write(1)
+    cs = criss.session(spark, home=str(tmp_path / "home"), min_texec=0)
+    _run(cs, spark, "select g, d, sum(x) sx, count(*) c from rolled_t group by g, d")
+    sql = "select g, sum(x) sx, count(*) c from rolled_t where d <= date '2020-01-10' group by g"
+    rules = []
+    for _ in range(3):
+        planned, _, record, _ = _run(cs, spark, sql)
+        (reused,) = [o for o in record.operators if o.reused]
+        rules.append(reused.rule)
+    assert rules[0] == AGGREGATE_ROLLUP and rules[-1] == "exact", (rules, cs.explain(planned))
+    write(2)
+    planned, _, record, _ = _run(cs, spark, sql)  # rows compared with plain Spark's
+    assert not [o for o in record.operators if o.reused], cs.explain(planned)
     cs.close()
