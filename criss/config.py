@@ -130,9 +130,10 @@ class CrissOptions:
     share_stage_code: bool = True
     #: Under each operator cached for the largest measured benefit on its branch, also cache
     #: its shared base: of the operators below one of its joins whose benefit is at least
-    #: this share of that one's, the one with the least (a query changed higher up, such as
-    #: a variant filtering a joined table, still shares it). 0: one operator per branch, as
-    #: the paper (§1.3).
+    #: this share of that one's, and whose reads expected here pay for caching it (the
+    #: bases' own measured reads), the one with the least (a query changed higher up, such
+    #: as a variant filtering a joined table, still shares it). 0: one operator per branch,
+    #: as the paper (§1.3).
     base_share: float = 0.0
     #: References an operator needs before it is cached to collect its statistics.
     min_ref: int = 2

@@ -146,6 +146,10 @@ class CachingRules:
     #: and the reads one is expected to get from it.
     reread_share: float = 0.5
     expected_rereads: float = 1.0
+    #: The same for the shared bases cached here (read only where the operator above them
+    #: is not: by a query changed higher up).
+    base_read_share: float = 0.5
+    expected_base_reads: float = 1.0
 
     @property
     def load_bandwidth(self) -> float:
@@ -231,11 +235,11 @@ def decide_caching(
         for node in _outside(tree, facts.reused)
     }
     if rules.results_only:
-        chosen, bases = _whole_result(result, facts), set()
+        chosen, bases = _whole_result(result, facts), {}
     else:
-        chosen, bases = _best_per_branch(tree, result, verdicts, facts, rules.base_share)
+        chosen, bases = _best_per_branch(tree, result, verdicts, facts, rules)
     return {
-        path: _final(path, verdict, chosen, result.path, rules, path in bases)
+        path: _final(path, verdict, chosen, result.path, rules, bases.get(path))
         for path, verdict in verdicts.items()
     }
 
@@ -332,17 +336,50 @@ def _rarely_read_again(
     building and writing its rows, and the time the action takes longer for it (a share of
     its Texec)."""
     reads = rules.expected_rereads
-    transfer, store = transfer_seconds(stats.size_bytes or 0, rules.load_bandwidth, built)
-    texec = stats.texec or 0.0
-    value = reads * (texec - transfer) - store - IN_ACTION_INTERMEDIATE_SHARE * texec
+    value = _reads_gain(stats.texec or 0.0, stats.size_bytes or 0, built, True, reads, rules)
     if value > 0:
         return None
     return {
         **numbers,
         "expected_rereads": reads,
         "reread_share": rules.reread_share,
-        "in_action_seconds": IN_ACTION_INTERMEDIATE_SHARE * texec,
+        "in_action_seconds": IN_ACTION_INTERMEDIATE_SHARE * (stats.texec or 0.0),
         "expected_gain": value,
+    }
+
+
+def _reads_gain(
+    texec: float,
+    size_bytes: float,
+    store_bandwidth: float | None,
+    in_action: bool,
+    reads: float,
+    rules: CachingRules,
+) -> float:
+    """Seconds ``reads`` later reads of an operator under the result save, less what caching
+    it costs: storing its rows at ``store_bandwidth`` and, where the user's action builds
+    Spark's cache of them (``in_action``), the time the action takes longer for it."""
+    transfer, store = transfer_seconds(size_bytes, rules.load_bandwidth, store_bandwidth)
+    longer = IN_ACTION_INTERMEDIATE_SHARE * texec if in_action else 0.0
+    return reads * (texec - transfer) - store - longer
+
+
+def _base_numbers(numbers: Mapping[str, Any], rules: CachingRules) -> dict[str, Any]:
+    """A measured operator's numbers (its verdict's) with what caching it as a shared base
+    is expected to gain: the reads the bases cached here were measured to get (a base is
+    read only by a query that does not read the operator above it), against what caching
+    it costs (:func:`_reads_gain`)."""
+    texec, size = numbers.get("texec") or 0.0, numbers.get("size_bytes") or 0
+    in_action = bool(numbers.get("in_action_build_share"))
+    reads = rules.expected_base_reads
+    gain = _reads_gain(texec, size, numbers.get("write_bandwidth"), in_action, reads, rules)
+    return {
+        **numbers,
+        "expected_base_reads": reads,
+        "base_read_share": rules.base_read_share,
+        "base_share": rules.base_share,
+        "in_action_seconds": IN_ACTION_INTERMEDIATE_SHARE * texec if in_action else 0.0,
+        "base_gain": gain,
     }
 
 
@@ -441,10 +478,11 @@ def _best_per_branch(
     result: PlanNode,
     verdicts: Mapping[tuple[int, ...], Verdict],
     facts: QueryFacts,
-    base_share: float = 0.0,
-) -> tuple[set[tuple[int, ...]], set[tuple[int, ...]]]:
-    """Every operator to cache, and which of them are ``shared_bases``: the best of each
-    branch, their bases, and a result cached eagerly (no statistics yet) besides them."""
+    rules: CachingRules,
+) -> tuple[set[tuple[int, ...]], dict[tuple[int, ...], dict[str, Any]]]:
+    """Every operator to cache: the best of each branch, their ``shared_bases`` (those whose
+    expected reads pay for them), and a result cached eagerly (no statistics yet) besides
+    them; and the numbers of every operator weighed as a base, cached or not."""
     result_verdict = verdicts.get(result.path)
     eager = (
         result.path not in facts.reused
@@ -463,8 +501,20 @@ def _best_per_branch(
 
     root = candidate(tree)
     chosen = set(best_per_branch(root))
-    bases = set(shared_bases(root, chosen, base_share)) if base_share > 0 else set()
-    return chosen | bases | ({result.path} if eager else set()), bases
+    weighed: dict[tuple[int, ...], dict[str, Any]] = {}
+
+    def worth(key: tuple[int, ...]) -> bool:
+        weighed[key] = _base_numbers(verdicts[key].decision.numbers, rules)
+        return weighed[key]["base_gain"] > 0
+
+    found = shared_bases(root, chosen, rules.base_share, worth) if rules.base_share > 0 else []
+    # the bases found, and those weighed whose reads would not pay (said so by explain)
+    bases = {
+        key: numbers
+        for key, numbers in weighed.items()
+        if key in found or (key not in chosen and numbers["base_gain"] <= 0)
+    }
+    return chosen | set(found) | ({result.path} if eager else set()), bases
 
 
 def _final(
@@ -473,16 +523,19 @@ def _final(
     chosen: set[tuple[int, ...]],
     result_path: tuple[int, ...],
     rules: CachingRules,
-    based: bool = False,
+    base: dict[str, Any] | None = None,
 ) -> Decision:
     decision = verdict.decision
     if path in chosen:
-        if rules.results_only or based:
-            reason = "shared_base" if based else "whole_result"
-            return Decision(CACHE, reason, decision.numbers, decision.source)
+        if base is not None:
+            return Decision(CACHE, "shared_base", base, decision.source)
+        if rules.results_only:
+            return Decision(CACHE, "whole_result", decision.numbers, decision.source)
         return decision
     if decision.action != CACHE:
         return decision
+    if base is not None:  # weighed as a shared base, and its expected reads do not pay
+        return Decision(SKIP, "base_rarely_read", base, decision.source)
     # eligible, but another operator of its branch was chosen
     reason = "outranked" if decision.source != ESTIMATE else "outranked_unmeasured"
     return Decision(SKIP, reason, decision.numbers, decision.source)

@@ -33,8 +33,11 @@ REASONS: Mapping[str, str] = {
     "largest_benefit": "largest benefit on its branch ({benefit:.3g})",
     "shared_base": (
         "benefit {benefit:.3g}: of the operators below a join under one cached for a "
-        "larger benefit on its branch that keep base_share of it, the one keeping the "
-        "least: what a query changed higher up still shares"
+        "larger benefit on its branch that keep base_share ({base_share:.2f}) of it, the "
+        "one keeping the least: what a query changed higher up still shares; of the bases "
+        "cached here {base_read_share:.0%} were read by a later query, and the "
+        "{expected_base_reads:.2f} reads expected would save {base_gain:.3f}s more than "
+        "caching it costs (Texec {texec:.3f}s, {size_bytes} bytes)"
     ),
     "collect_statistics": "seen {ref}x without statistics: cached to measure it",
     "eager_result": (
@@ -120,6 +123,12 @@ REASONS: Mapping[str, str] = {
         "values) would not pay for "
         "caching it (expected gain {expected_gain:.3f}s: estimated Texec "
         "{estimated_texec:.3f}s {texec_source}, ~{estimated_size:.0f} bytes)"
+    ),
+    "base_rarely_read": (
+        "a shared base (benefit {benefit:.3g}, Texec {texec:.3f}s, {size_bytes} bytes), but "
+        "of the bases cached here {base_read_share:.0%} were read by a later query: the "
+        "{expected_base_reads:.2f} reads expected would not pay for caching it (expected "
+        "gain {base_gain:.3f}s, with {in_action_seconds:.2f}s the action takes longer for it)"
     ),
     "rarely_read_again": (
         "seen {ref}x, benefit {benefit:.3g} (Texec {texec:.3f}s, {size_bytes} bytes), but of "

@@ -9,7 +9,7 @@ saves more of the query).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 
@@ -78,12 +78,17 @@ def _benefit(score: tuple[float, ...] | None) -> float | None:
     return score[1] if score is not None and score[0] == 0.0 else None
 
 
-def shared_bases(root: Candidate, chosen: Collection[str], share: float) -> list[str]:
+def shared_bases(
+    root: Candidate,
+    chosen: Collection[str],
+    share: float,
+    worth: Callable[[str], bool] = lambda key: True,
+) -> list[str]:
     """Under each ``chosen`` operator with a measured benefit, its shared base: of the
     operators below one of its joins whose measured benefit is at least ``share`` of its
-    own, the one with the least (the most general part that still keeps that share),
-    which a variant changing the query higher up (another filter on a joined table,
-    another join) still shares."""
+    own, and that are ``worth`` caching as a base, the one with the least (the most general
+    part that still keeps that share), which a variant changing the query higher up
+    (another filter on a joined table, another join) still shares."""
     found: dict[str, None] = {}
 
     def base_under(top: Candidate, floor: float) -> str | None:
@@ -94,7 +99,7 @@ def shared_bases(root: Candidate, chosen: Collection[str], share: float) -> list
             if node.key in chosen:
                 continue  # a base of its own
             benefit = _benefit(node.score)
-            if past_join and benefit is not None and benefit >= floor:
+            if past_join and benefit is not None and benefit >= floor and worth(node.key):
                 if best is None or benefit < best[0]:
                     best = (benefit, node.key)
             stack.extend((child, past_join or node.joins) for child in node.children)

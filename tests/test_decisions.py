@@ -384,6 +384,11 @@ def test_every_reason_renders_with_its_numbers():
         "in_action_seconds": 0.36,
         # a rolled-up result weighed for caching as itself
         "roll_up_seconds": 0.3,
+        # a shared base weighed
+        "base_share": 0.5,
+        "base_read_share": 0.2,
+        "expected_base_reads": 0.25,
+        "base_gain": -0.3,
     }
     for code in REASONS:
         text = describe(Decision(SKIP, code, numbers))
@@ -470,6 +475,37 @@ def test_a_shared_base_is_cached_under_the_best_operator_of_its_branch_when_aske
     cached = {p: d.reason for p, d in based.items() if d.action == CACHE}
     assert cached == {(): "largest_benefit", (0, 0, 1): "shared_base"}
     assert "the one keeping the least" in describe(based[(0, 0, 1)])
+    assert based[(0, 0, 1)].numbers["base_gain"] == pytest.approx(5.4 - 2 * 0.008)
     # a share the semi/anti joins do not keep: nothing below the best one
     strict = decide_caching(_chain(), facts, _rules(base_share=0.9))
     assert [p for p, d in strict.items() if d.action == CACHE] == [()]
+
+
+def test_a_shared_base_is_cached_only_where_the_reads_bases_get_here_pay_for_it():
+    """A base is read only by a query that changes something above it; where the bases
+    cached here were rarely read, one whose expected reads save less than writing it and
+    building it in the user's action cost is not cached (and explain says so): the next
+    most general one that pays is, and a small base of the same Texec still is."""
+    stats = {
+        "proj": _stats("proj", 2, texec=7.4, size=700_000),
+        "with_orders": _stats("with_orders", 2, texec=7.4, size=1_100_000),
+        "with_supp": _stats("with_supp", 2, texec=6.3, size=2_600_000),
+        "late": _stats("late", 2, texec=5.4, size=50 * MB),
+        "supp": _stats("supp", 2, texec=0.9, size=90_000),
+    }
+    rarely = dict(base_share=0.5, expected_base_reads=0.25, base_read_share=0.2)
+    rules = _rules(in_action_build_share=0.5, **rarely)
+    large = decide_caching(_chain(), QueryFacts(stats, set()), rules)
+    cached = {p: d.reason for p, d in large.items() if d.action == CACHE}
+    assert cached == {(): "largest_benefit", (0, 0): "shared_base"}
+    declined = large[(0, 0, 1)]
+    assert declined.action == SKIP and declined.reason == "base_rarely_read"
+    # 0.25 x (5.4 s - 0.52 s to read 50 MB) - 0.79 s to write it at 2/3 of 100 MB/s
+    # - 0.2 x 5.4 s longer in the action
+    gain = 0.25 * (5.4 - 50 * MB / 100e6) - 1.5 * 50 * MB / 100e6 - 0.2 * 5.4
+    assert declined.numbers["base_gain"] == pytest.approx(gain)
+    assert "20% were read" in describe(declined)
+    small = {**stats, "late": _stats("late", 2, texec=5.4, size=800_000)}
+    cached = decide_caching(_chain(), QueryFacts(small, set()), rules)
+    assert cached[(0, 0, 1)].reason == "shared_base"
+    assert cached[(0, 0, 1)].numbers["expected_base_reads"] == 0.25

@@ -66,15 +66,25 @@ def test_overlapping_variants_reuse_shared_subtrees(tpch, cs, qid):
             assert cs.last_query_summary().get("operators_reused", 0) >= 1, cs.explain(df)
 
 
-@pytest.mark.parametrize("base_share", [0.0, 0.5], ids=["one-per-branch", "with-bases"])
+@pytest.mark.parametrize(
+    ("base_share", "bases_read_before"),
+    [(0.0, None), (0.5, None), (0.5, False)],
+    ids=["one-per-branch", "with-bases", "bases-rarely-read-here"],
+)
 def test_a_shared_base_serves_the_variant_that_changes_the_query_above_it(
-    tpch, tmp_path, base_share
+    tpch, tmp_path, base_share, bases_read_before
 ):
     """Q21's v30 filters the supplier scan, so the operator v60 cached for the largest
     benefit on its branch (over the supplier join) does not recur; with ``base_share``
     v60 also cached the late-lineitem semi/anti joins under that join, and v30 reads
-    them. Rows equal plain Spark's either way."""
+    them (a base read, counted). In a home whose bases were never read, the reads expected
+    of one do not pay for it: v60 declines it and says why. Rows equal plain Spark's."""
     cs = criss.session(tpch, home=str(tmp_path / "home"), min_texec=0, base_share=base_share)
+    if bases_read_before is False:
+        for n in range(30):  # as a stream whose queries never changed what was above a base
+            cs.learning.learn_base_reads([f"never-read-{n}"], [])
+            cs.learning.learn_base_reads([], [])
+    based = base_share and bases_read_before is None
     reused = {}
     for variant in ("orig", "v60", "v30"):
         sql = queries.statement(21, variant, sf=0.01).sql
@@ -87,8 +97,17 @@ def test_a_shared_base_serves_the_variant_that_changes_the_query_above_it(
         ]
         if variant == "v60":
             bases = [o for o in cs.record(df).operators if o.decision.reason == "shared_base"]
-            assert len(bases) == (1 if base_share else 0), cs.explain(df)
-    assert reused["v30"] == (["Join"] if base_share else []), reused
+            assert len(bases) == (1 if based else 0), cs.explain(df)
+            assert summary.get("shared_bases_cached", 0) == len(bases)
+            declined = summary.get("shared_bases_declined", 0)
+            # each operator weighed as a base is declined (the semi/anti joins among them)
+            assert bool(declined) == (bases_read_before is False), cs.explain(df)
+            if declined:
+                assert "reads expected would not pay" in cs.explain(df)
+        cs.settle_harvests()
+    assert reused["v30"] == (["Join"] if based else []), reused
+    if based:
+        assert cs.learning.base_read_share > 0.5  # v30's read counted
     cs.close()
 
 

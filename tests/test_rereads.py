@@ -107,6 +107,27 @@ def test_each_cached_operator_counts_as_read_again_or_not_within_the_window(tmp_
         assert Learning(qtree).reread_share == pytest.approx(learning.reread_share)
 
 
+def test_shared_bases_count_their_reads_apart_from_other_operators(tmp_path):
+    """A base is read only where a query changes something above it: how often that
+    happens is its own rate, not the one of the operators cached by their benefit."""
+    with closing(QTree(tmp_path / "catalog.db")) as qtree:
+        learning = Learning(qtree)
+        assert learning.base_read_share == 0.5 and learning.expected_base_reads == 1.0
+        learning.learn_base_reads(["base"], [])
+        learning.learn_rereads(["operator"], [])
+        learning.learn_rereads([], ["operator"])
+        assert learning.reread_share > 0.5 and learning.base_read_share == 0.5
+        for _ in range(REREAD_WINDOW + 1):
+            learning.learn_base_reads([], ["operator"])  # not the base's entry
+        assert learning.base_read_share < 0.5 and learning.reread_share > 0.5
+        learning.learn_base_reads(["next"], [])
+        learning.learn_base_reads([], ["next"])
+        # one read of two (decayed a little), and one in two assumed
+        assert learning.base_read_share == pytest.approx(0.5, abs=0.01)
+    with closing(QTree(tmp_path / "catalog.db")) as qtree:  # kept in the home
+        assert Learning(qtree).base_read_share == pytest.approx(learning.base_read_share)
+
+
 SEGMENT_REVENUE = (
     "select c_mktsegment, count(*) as lines, sum(l_extendedprice) as revenue "
     "from lineitem join orders on l_orderkey = o_orderkey "

@@ -59,6 +59,8 @@ def caching_rules(session: CrissSession) -> CachingRules:
         base_share=options.base_share,
         reread_share=session.learning.reread_share,
         expected_rereads=session.learning.expected_rereads,
+        base_read_share=session.learning.base_read_share,
+        expected_base_reads=session.learning.expected_base_reads,
     )
 
 
@@ -148,14 +150,20 @@ def learn_rereads(
     served: ServedReuses,
 ) -> None:
     """Count which measured operators under the result this query cached by their benefit,
-    and which entries it read: how often such an operator is read again is measured."""
+    which shared bases, and which entries it read: how often each is read again is
+    measured."""
     result = result_node(matched.tree).path
-    cached = [
-        matched.tree.at(path).fingerprint
-        for path, decision in decisions.items()
-        if decision.reason == "largest_benefit" and path != result
-    ]
-    session.learning.learn_rereads(cached, [reuse.fingerprint for reuse, _ in served.values()])
+
+    def cached(reason: str) -> list[str]:
+        return [
+            matched.tree.at(path).fingerprint
+            for path, decision in decisions.items()
+            if decision.reason == reason and path != result
+        ]
+
+    read = [reuse.fingerprint for reuse, _ in served.values()]
+    session.learning.learn_rereads(cached("largest_benefit"), read)
+    session.learning.learn_base_reads(cached("shared_base"), read)
 
 
 def chosen_paths(decisions: dict[OperatorPath, Decision]) -> list[OperatorPath]:
@@ -227,3 +235,7 @@ def _count(record: OperatorRecord, counters: Counter, dry_run: bool) -> None:
         counters["operators_cached"] += dry_run  # else counted when written
         if record.decision.reason == "eager_parameter_free":
             counters["parameter_free_cached_on_first_sight"] += 1
+        elif record.decision.reason == "shared_base":
+            counters["shared_bases_cached"] += 1
+    elif record.decision.reason == "base_rarely_read":
+        counters["shared_bases_declined"] += 1

@@ -77,6 +77,9 @@ REREADS_PENDING = "reread.pending"
 #: Queries after which such an operator that none of them read counts as not read again.
 REREAD_WINDOW = 20
 _REREADS = ("recent_rereads", "recent_reread_chances")
+#: QTree meta: as REREADS_PENDING, for the shared bases cached (criss.policies.selection).
+BASE_READS_PENDING = "base_read.pending"
+_BASE_READS = ("recent_base_reads", "recent_base_read_chances")
 
 
 class Learning:
@@ -85,8 +88,9 @@ class Learning:
     def __init__(self, qtree: QTree) -> None:
         self.qtree = qtree
         self._rates: dict[str, float] = {}
-        #: REREADS_PENDING, read from the QTree once and written through (as the rates).
-        self._rereads: dict[str, Any] | None = None
+        #: REREADS_PENDING and BASE_READS_PENDING, each read from the QTree once and written
+        #: through (as the rates).
+        self._pending_reads: dict[str, dict[str, Any]] = {}
         self._harvester: ThreadPoolExecutor | None = None
         self._harvests: list[tuple[Future, frozenset[str] | None]] = []
         self._lock = threading.Lock()
@@ -169,22 +173,47 @@ class Learning:
         """Count one planned query: the pending operators it ``read`` (entry keys) as read
         again, those pending for more than ``REREAD_WINDOW`` queries as not, and the
         measured operators under its result it ``cached`` as pending."""
-        if self._rereads is None:
-            self._rereads = self.qtree.meta(REREADS_PENDING) or {"queries": 0, "pending": {}}
-        pending: dict[str, int] = dict(self._rereads["pending"])
+        self._learn_reads(REREADS_PENDING, _REREADS, cached, read)
+
+    @property
+    def base_read_share(self) -> float:
+        """Share of the recent shared bases cached here that a query read within
+        ``REREAD_WINDOW`` queries (one in two assumed besides): how often queries here
+        change something above a subtree they share with an earlier one."""
+        return self._recent_share(_BASE_READS)
+
+    @property
+    def expected_base_reads(self) -> float:
+        return expected_more(self.base_read_share)
+
+    def learn_base_reads(self, cached: Collection[str], read: Collection[str]) -> None:
+        """As :meth:`learn_rereads`, for the shared bases a query ``cached``."""
+        self._learn_reads(BASE_READS_PENDING, _BASE_READS, cached, read)
+
+    def _learn_reads(
+        self, meta: str, counts: tuple[str, str], cached: Collection[str], read: Collection[str]
+    ) -> None:
+        """Count one planned query for the pending entries kept under ``meta``: those it
+        ``read`` as read again, those pending for more than ``REREAD_WINDOW`` queries as
+        not (in the recent ``counts``), and those it ``cached`` as pending."""
+        state = self._pending_reads.get(meta)
+        if state is None:
+            state = self.qtree.meta(meta) or {"queries": 0, "pending": {}}
+            self._pending_reads[meta] = state
+        pending: dict[str, int] = dict(state["pending"])
         if not pending and not cached:
             return
-        queries = self._rereads["queries"] + 1
+        queries = state["queries"] + 1
         for key in read:
             if pending.pop(key, None) is not None:
-                self._count_recent(_REREADS, True)
+                self._count_recent(counts, True)
         for key, at in list(pending.items()):
             if queries - at > REREAD_WINDOW:
                 del pending[key]
-                self._count_recent(_REREADS, False)
+                self._count_recent(counts, False)
         pending.update(dict.fromkeys(cached, queries))
-        self._rereads = {"queries": queries, "pending": pending}
-        self.qtree.set_meta(REREADS_PENDING, self._rereads)
+        self._pending_reads[meta] = {"queries": queries, "pending": pending}
+        self.qtree.set_meta(meta, self._pending_reads[meta])
 
     def _recent_share(self, names: tuple[str, str]) -> float:
         """Hits over chances of the recent counts ``names``, one in two assumed besides."""
